@@ -1,0 +1,42 @@
+# fimble — the two commands that matter are `make run` and `make test` (see README.md).
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.fimble-installed
+DEFAULT_MODEL ?= qwen2.5-coder-1.5b
+TEST_MODELS ?= qwen2.5-coder-0.5b qwen2.5-coder-1.5b
+PYTEST_ARGS ?=
+
+.PHONY: install run test test-fast lint bench models clean
+
+install: $(STAMP)
+
+# Re-run pip only when the project's dependencies change; llama-cpp-python compiles once (pip's wheel cache).
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip install -q -e '.[all]'
+	touch $(STAMP)
+
+models: install
+	@for m in $(TEST_MODELS); do $(BIN)/fimble models pull $$m || exit 1; done
+
+run: install
+	$(BIN)/fimble models pull $(DEFAULT_MODEL)
+	$(BIN)/fimble complete fimble/examples/dates.py:8:22 --model $(DEFAULT_MODEL)
+
+test: install models lint
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Unit tests only: no model, seconds.
+test-fast: install
+	$(BIN)/python -m pytest -m "not model and not slow" $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check .
+
+bench: install models
+	$(BIN)/python bench/engine.py --out bench/results/engine.json
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

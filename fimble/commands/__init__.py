@@ -1,0 +1,16 @@
+"""CLI verbs, one module each; ``fimble.cli`` adds every command listed here.
+
+Command modules import heavy libraries (llama_cpp, tree_sitter, lmdb) inside the command
+functions so that ``fimble --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+from fimble.commands.complete import complete
+from fimble.commands.doctor import doctor
+from fimble.commands.index import index
+from fimble.commands.models import models
+
+__all__ = ["COMMANDS"]
+
+COMMANDS = [models, doctor, complete, index]
