@@ -1,13 +1,125 @@
-"""`fimble complete` (not implemented yet)."""
+"""`fimble complete PATH:LINE:COL`: one completion from the command line, with its timings."""
 
 from __future__ import annotations
 
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
 import click
 
-__all__ = ["complete"]
+from fimble.errors import InputError
+
+__all__ = ["complete", "parse_location", "read_source"]
+
+_MAX_BYTES = 8 * 1024 * 1024
+
+
+def parse_location(location: str) -> tuple[Path, int, int]:
+    """Split ``PATH:LINE:COL`` (1-based, as compilers print them); the path may itself contain colons."""
+    path, sep1, rest = location.rpartition(":")
+    path2, sep2, line = path.rpartition(":")
+    if not (sep1 and sep2 and path2):
+        raise InputError(f"expected PATH:LINE:COL (1-based), got {location!r}")
+    try:
+        line_no, col_no = int(line), int(rest)
+    except ValueError:
+        raise InputError(f"LINE and COL must be numbers in {location!r}") from None
+    if line_no < 1 or col_no < 1:
+        raise InputError(f"LINE and COL are 1-based; got {line_no}:{col_no}")
+    return Path(path2), line_no, col_no
+
+
+def read_source(path: Path) -> str:
+    """Read a text file the way an editor would, refusing what no editor would complete in."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, not a file") from None
+    except OSError as err:
+        raise InputError(f"{path}: cannot read: {err.strerror}") from None
+    if len(data) > _MAX_BYTES:
+        raise InputError(f"{path}: {len(data)} bytes is too large to complete in (limit {_MAX_BYTES})")
+    if b"\0" in data[:8192]:
+        raise InputError(f"{path}: looks like a binary file; fimble completes text files")
+    try:
+        return data.decode("utf-8").replace("\r\n", "\n")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text") from None
+
+
+def offset_of(text: str, line: int, col: int, path: Path) -> int:
+    """Character offset of 1-based (line, col); col may be one past the end of the line."""
+    lines = text.split("\n")
+    if line > len(lines):
+        raise InputError(f"{path}: line {line} is past the end of the file ({len(lines)} lines)")
+    if col > len(lines[line - 1]) + 1:
+        raise InputError(
+            f"{path}:{line}: column {col} is past the end of the line ({len(lines[line - 1])} characters)"
+        )
+    return sum(len(x) + 1 for x in lines[: line - 1]) + col - 1
 
 
 @click.command()
-def complete() -> None:
-    """Not implemented yet."""
-    raise click.ClickException("not implemented yet")
+@click.argument("location", metavar="PATH:LINE:COL")
+@click.option("--model", "-m", default=None, help="Model name from `fimble models list`, or a .gguf path.")
+@click.option("--max-tokens", "-n", default=64, show_default=True, type=click.IntRange(1, 1024))
+@click.option(
+    "--multiline/--single-line",
+    default=None,
+    help="Force the suggestion's shape (default: decide from the cursor).",
+)
+@click.option(
+    "--threads", "-t", default=0, type=click.IntRange(0, 256), help="CPU threads (0: physical cores)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result and timings as JSON.")
+def complete(
+    location: str, model: str | None, max_tokens: int, multiline: bool | None, threads: int, as_json: bool
+) -> None:
+    """Complete the code at PATH:LINE:COL (1-based line and character column) and print the suggestion.
+
+    Example: fimble complete src/app.py:42:17
+    """
+    from fimble.completion.loading import load_engine
+    from fimble.completion.service import CompletionRequest
+    from fimble.completion.service import complete as run_completion
+
+    path, line, col = parse_location(location)
+    text = read_source(path)
+    offset = offset_of(text, line, col, path)
+    engine = load_engine(model, threads=threads)
+    request = CompletionRequest(
+        text=text, offset=offset, path=path.name, max_tokens=max_tokens, multiline=multiline
+    )
+    result = run_completion(engine, request)
+    gen = result.generation
+    if as_json:
+        out = {
+            "completion": result.text,
+            "multiline": result.multiline,
+            "model": str(engine.model_path),
+            "fim_family": engine.fim.family,
+            "load_ms": round(engine.load_ms, 1),
+            **{k: v for k, v in asdict(gen).items() if k not in ("text", "tokens")},
+            "tokens_generated": len(gen.tokens),
+            "parts": [asdict(p) for p in result.parts],
+        }
+        click.echo(json.dumps(out, indent=2))
+        return
+    line_prefix = text[:offset].rsplit("\n", 1)[-1]
+    click.echo(f"{path}:{line}:{col}")
+    click.echo(
+        click.style(line_prefix, dim=True)
+        + click.style(result.text or "(no suggestion)", fg="green", bold=True)
+    )
+    tps = len(gen.tokens) / (gen.generation_ms / 1000) if gen.generation_ms > 0 else 0.0
+    print(
+        f"model {engine.model_path.name} ({engine.fim.family}), loaded in {engine.load_ms:.0f} ms\n"
+        f"prompt {gen.prompt_tokens} tokens: {gen.tokens_evaluated} evaluated, {gen.tokens_reused} reused, "
+        f"{gen.prompt_ms:.0f} ms | generated {len(gen.tokens)} tokens in {gen.generation_ms:.0f} ms "
+        f"({tps:.1f} tok/s) | stop: {gen.stop_reason}",
+        file=sys.stderr,
+    )

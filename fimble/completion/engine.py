@@ -1,0 +1,413 @@
+"""The llama.cpp engine: one GGUF model, one context, one KV sequence that is reused between requests.
+
+Built on llama-cpp-python's low-level C API rather than ``Llama.create_completion`` because fimble
+needs control the high-level API hides: prompts as token ids with FIM tokens spliced in, a KV cache
+whose contents we track token by token (longest common prefix reuse now, chunk shifting later),
+greedy decoding that checks stop rules per token, and cancellation both between tokens and inside a
+long prompt evaluation (llama.cpp's abort callback).
+
+The engine is not thread-safe: exactly one thread (``fimble.completion.worker``) owns it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from fimble.completion.cancel import CancelToken
+from fimble.completion.fim import FAMILIES, FimTokens, detect_fim
+from fimble.completion.kvplan import Chunk, ReusePlan, plan_reuse
+from fimble.errors import Cancelled, EngineError, ModelCorrupt
+
+__all__ = ["Engine", "EngineConfig", "Generation", "StopCheck", "default_threads"]
+
+log = logging.getLogger(__name__)
+
+# Called with the text generated so far; returns (reason, keep) to stop, keeping text[:keep], or None.
+StopCheck = Callable[[str], "tuple[str, int] | None"]
+
+
+def default_threads() -> int:
+    """Physical cores: llama.cpp gains nothing from SMT siblings and loses to contention."""
+    try:
+        import psutil
+
+        return max(1, psutil.cpu_count(logical=False) or os.cpu_count() or 1)
+    except Exception:  # pragma: no cover - psutil is a dependency, but never fail on this
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    n_ctx: int = 4096
+    n_batch: int = 512
+    threads: int = 0  # 0 = physical cores
+    reuse_min_chunk: int = 8  # shortest cached run worth moving instead of evaluating; 0 = prefix only
+    abort_min_tokens: int = 64  # prompt evaluations shorter than this run to the end even when cancelled
+    use_mmap: bool = True
+
+
+@dataclass(frozen=True)
+class Generation:
+    """What one request cost and produced; every front door reports these numbers."""
+
+    text: str
+    tokens: tuple[int, ...]
+    stop_reason: str  # eog | newline | stop_rule:<name> | max_tokens | cancelled | context_full
+    prompt_tokens: int
+    tokens_evaluated: int
+    tokens_reused: int
+    prompt_ms: float
+    generation_ms: float
+
+
+# ggml_log_level: 0 none, 1 debug, 2 info, 3 warn, 4 error, 5 continuation of the previous line.
+_LOG_LEVELS = {3: logging.WARNING, 4: logging.ERROR}
+_llama_logger = logging.getLogger("fimble.llama")
+
+
+def _install_log_callback(llama_cpp) -> None:  # type: ignore[no-untyped-def]
+    """Route llama.cpp's log lines to Python logging (stderr), never stdout."""
+
+    @llama_cpp.llama_log_callback
+    def _callback(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
+        lvl = _LOG_LEVELS.get(level, logging.DEBUG)
+        if _llama_logger.isEnabledFor(lvl):
+            _llama_logger.log(lvl, "%s", text.decode("utf-8", "replace").rstrip())
+
+    llama_cpp.llama_log_set(_callback, ctypes.c_void_p(0))
+    _install_log_callback.keep = _callback  # type: ignore[attr-defined]  # keep the C callback alive
+
+
+class Engine:
+    """A loaded model with a reusable KV cache.
+
+    ``generate`` evaluates only the prompt tokens that differ from what the KV cache already holds
+    (longest common prefix), then decodes greedily until a stop.
+    """
+
+    def __init__(self, model_path: str | Path, config: EngineConfig | None = None) -> None:
+        import llama_cpp
+        import numpy as np
+
+        self._ll = llama_cpp
+        self._np = np
+        self.config = config or EngineConfig()
+        self.model_path = Path(model_path)
+        _install_log_callback(llama_cpp)
+        llama_cpp.llama_backend_init()
+        started = time.perf_counter()
+        mparams = llama_cpp.llama_model_default_params()
+        mparams.use_mmap = self.config.use_mmap
+        self._model = llama_cpp.llama_model_load_from_file(str(self.model_path).encode(), mparams)
+        if not self._model:
+            raise ModelCorrupt(
+                f"llama.cpp could not load {self.model_path}: the file is not a usable GGUF model. "
+                "Run `fimble models verify` and, if it fails, `fimble models pull NAME --force`."
+            )
+        self.threads = self.config.threads or default_threads()
+        cparams = llama_cpp.llama_context_default_params()
+        cparams.n_ctx = self.config.n_ctx
+        cparams.n_batch = self.config.n_batch
+        cparams.n_ubatch = self.config.n_batch
+        cparams.n_threads = self.threads
+        cparams.n_threads_batch = self.threads
+        cparams.no_perf = True
+        # A second sequence parks moved chunks while the tokens before them are evaluated (see
+        # ``prepare``); one unified KV buffer makes moving cells between sequences metadata-only.
+        cparams.n_seq_max = 2
+        cparams.kv_unified = True
+        self._ctx = llama_cpp.llama_init_from_model(self._model, cparams)
+        if not self._ctx:
+            llama_cpp.llama_model_free(self._model)
+            raise EngineError(
+                f"llama.cpp could not create a context of {self.config.n_ctx} tokens; "
+                "lower n_ctx or free memory (`fimble doctor` shows what is available)."
+            )
+        self.load_ms = (time.perf_counter() - started) * 1000
+        self._vocab = llama_cpp.llama_model_get_vocab(self._model)
+        self._mem = llama_cpp.llama_get_memory(self._ctx)
+        self.n_vocab = llama_cpp.llama_vocab_n_tokens(self._vocab)
+        self.n_ctx = llama_cpp.llama_n_ctx(self._ctx)
+        self._batch = llama_cpp.llama_batch_init(self.config.n_batch, 0, 1)
+        self._cached: list[int] = []  # the tokens whose KV sits in sequence 0, in position order
+        self._cancel: CancelToken | None = None
+        self._abort_armed = False
+        self._can_shift = bool(llama_cpp.llama_memory_can_shift(self._mem))
+        self.tokens_shifted = 0  # KV cells moved instead of evaluated, since load (for status/bench)
+        self._abort_cb = llama_cpp.ggml_abort_callback(self._should_abort)
+        llama_cpp.llama_set_abort_callback(self._ctx, self._abort_cb, None)
+        self._piece_buf = ctypes.create_string_buffer(256)
+        self.fim = self._detect_fim()
+
+    # -- vocabulary ---------------------------------------------------------------------------
+
+    def tokenize(self, text: str, *, special: bool = False) -> list[int]:
+        """Tokenize file text; ``special=False`` so control-token text in a file stays plain text."""
+        data = text.encode("utf-8", "surrogatepass")
+        n_max = len(data) + 8
+        buf = (self._ll.llama_token * n_max)()
+        n = self._ll.llama_tokenize(self._vocab, data, len(data), buf, n_max, False, special)
+        if n < 0:  # pragma: no cover - n_max always suffices for byte-level BPE
+            buf = (self._ll.llama_token * -n)()
+            n = self._ll.llama_tokenize(self._vocab, data, len(data), buf, -n, False, special)
+        return list(buf[:n])
+
+    def piece(self, token: int) -> bytes:
+        n = self._ll.llama_token_to_piece(self._vocab, token, self._piece_buf, len(self._piece_buf), 0, False)
+        if n < 0:  # pragma: no cover - pieces longer than 256 bytes
+            buf = ctypes.create_string_buffer(-n)
+            n = self._ll.llama_token_to_piece(self._vocab, token, buf, -n, 0, False)
+            return buf.raw[:n]
+        return self._piece_buf.raw[:n]
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        return b"".join(self.piece(t) for t in tokens).decode("utf-8", "replace")
+
+    def is_eog(self, token: int) -> bool:
+        return bool(self._ll.llama_vocab_is_eog(self._vocab, token))
+
+    def _special_id(self, text: str) -> int | None:
+        ids = self.tokenize(text, special=True)
+        return ids[0] if len(ids) == 1 else None
+
+    def _detect_fim(self) -> FimTokens:
+        texts = {
+            t
+            for f in FAMILIES
+            for group in (f.prefix, f.suffix, f.middle, f.pad, f.repo_name, f.file_sep, f.stop)
+            for t in group
+        }
+        vocab = {t: i for t in texts if (i := self._special_id(t)) is not None}
+        eog = frozenset(i for i in vocab.values() if self.is_eog(i))
+        return detect_fim(vocab, eog)
+
+    # -- KV cache -------------------------------------------------------------------------------
+
+    @property
+    def cached_tokens(self) -> tuple[int, ...]:
+        return tuple(self._cached)
+
+    def reset(self) -> None:
+        """Forget the KV cache (tests and benchmarks start cold with it)."""
+        self._ll.llama_memory_clear(self._mem, True)
+        self._cached = []
+
+    def _should_abort(self, _data: ctypes.c_void_p) -> bool:
+        return self._abort_armed and self._cancel is not None and self._cancel.cancelled
+
+    def _apply_plan(self, plan: ReusePlan, prompt: Sequence[int]) -> None:
+        """Drop what the plan does not keep and move reused chunks to their new positions."""
+        ll = self._ll
+        for p0, p1 in reversed(plan.gaps()):
+            ll.llama_memory_seq_rm(self._mem, 0, p0, p1 if p1 < plan.cached_len else -1)
+        # Right shifts from the last chunk, then left shifts from the first: no two runs ever collide.
+        for c in reversed(plan.chunks):
+            if c.shift > 0:
+                ll.llama_memory_seq_add(self._mem, 0, c.src, c.src + c.n, c.shift)
+        for c in plan.chunks:
+            if c.shift < 0:
+                ll.llama_memory_seq_add(self._mem, 0, c.src, c.src + c.n, c.shift)
+        # The record now has holes where tokens are still to be evaluated; -1 never matches a token.
+        cells = [-1] * len(prompt)
+        cells[: plan.head] = prompt[: plan.head]
+        for c in plan.chunks:
+            cells[c.dst : c.dst + c.n] = prompt[c.dst : c.dst + c.n]
+        self._cached = cells
+        self.tokens_shifted += sum(c.n for c in plan.chunks if c.shift)
+
+    def _decode_at(self, cells: Sequence[tuple[int, int]], logits: bool = True) -> None:
+        """Evaluate (position, token) cells in increasing position order; logits for the last only.
+
+        The abort callback is armed only for long evaluations: aborting a few tokens saves nothing,
+        and llama.cpp drops every cell from the aborted batch's first position on, which would lose
+        the chunks just moved into place.
+        """
+        batch = self._batch
+        step = self.config.n_batch
+        arm = len(cells) > self.config.abort_min_tokens
+        for start in range(0, len(cells), step):
+            chunk = cells[start : start + step]
+            for i, (pos, tok) in enumerate(chunk):
+                batch.token[i] = tok
+                batch.pos[i] = pos
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = 0
+                batch.logits[i] = False
+            batch.logits[len(chunk) - 1] = logits and start + len(chunk) == len(cells)
+            batch.n_tokens = len(chunk)
+            self._abort_armed = arm
+            try:
+                rc = self._ll.llama_decode(self._ctx, batch)
+            finally:
+                self._abort_armed = False
+            if rc == 0:
+                for pos, tok in chunk:
+                    if pos == len(self._cached):
+                        self._cached.append(tok)
+                    else:
+                        self._cached[pos] = tok
+                continue
+            # Aborted or failed: llama.cpp removed the batch's cells from its first position on.
+            self._truncate_record(chunk[0][0])
+            if rc == 2 or (self._cancel is not None and self._cancel.cancelled):
+                raise Cancelled("cancelled during prompt evaluation")
+            raise EngineError(f"llama_decode failed with code {rc}; see the log (run with -vv)")
+
+    def _truncate_record(self, n: int) -> None:
+        self._ll.llama_memory_seq_rm(self._mem, 0, n, -1)
+        del self._cached[n:]
+        if -1 in self._cached:  # a hole left by an unfinished evaluation: nothing after it is valid
+            self._truncate_record(self._cached.index(-1))
+
+    def _argmax(self) -> int:
+        ptr = self._ll.llama_get_logits_ith(self._ctx, -1)
+        logits = self._np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+        return int(logits.argmax())
+
+    def prepare(
+        self, prompt: Sequence[int], cancel: CancelToken | None = None, reuse_limit: int = 0
+    ) -> tuple[int, int]:
+        """Make the KV cache hold ``prompt``; returns (tokens reused, tokens evaluated).
+
+        Besides the longest common prefix, runs of at least ``reuse_min_chunk`` tokens within
+        ``prompt[:reuse_limit]`` that the cache holds at other positions (a repository chunk after the
+        one before it was swapped) are moved into place with a position shift instead of being
+        evaluated again. Their KV was computed against the old text before them: an approximation
+        llama.cpp's server makes too with ``--cache-reuse``, acceptable for self-contained chunks
+        only, hence the limit (0: prefix reuse only). The last prompt token is always evaluated,
+        because its logits are needed for the first generated token.
+        """
+        if len(prompt) >= self.n_ctx:
+            raise EngineError(f"prompt of {len(prompt)} tokens does not fit the context of {self.n_ctx}")
+        min_chunk = self.config.reuse_min_chunk if self._can_shift else 0
+        plan = plan_reuse(self._cached, prompt, min_chunk, limit=reuse_limit)
+        self._apply_plan(plan, prompt)
+        missing = plan.missing(len(prompt))
+        self._cancel = cancel
+        try:
+            self._evaluate_around_chunks(prompt, missing, plan.chunks)
+        finally:
+            self._cancel = None
+        return len(prompt) - len(missing), len(missing)
+
+    def _evaluate_around_chunks(
+        self, prompt: Sequence[int], missing: list[int], chunks: Sequence[Chunk]
+    ) -> None:
+        """Evaluate the missing positions while moved chunks sit after some of them.
+
+        llama.cpp only accepts tokens at positions after everything their sequence already holds.
+        So chunks that lie after the first missing position are parked in sequence 1 (invisible to
+        sequence 0), and each is brought back just before the first missing token that follows it.
+        This costs one extra decode call per chunk boundary (~one weight pass), far less than
+        evaluating the chunk again.
+        """
+        ll, mem = self._ll, self._mem
+        first = missing[0]
+        parked = [c for c in chunks if c.dst > first]
+        for c in parked:
+            ll.llama_memory_seq_cp(mem, 0, 1, c.dst, c.dst + c.n)
+            ll.llama_memory_seq_rm(mem, 0, c.dst, c.dst + c.n)
+        try:
+            group: list[tuple[int, int]] = []
+            for pos in missing:
+                if parked and parked[0].dst < pos:
+                    if group:
+                        self._decode_at(group, logits=False)
+                        group = []
+                    while parked and parked[0].dst < pos:
+                        c = parked.pop(0)
+                        ll.llama_memory_seq_cp(mem, 1, 0, c.dst, c.dst + c.n)
+                        ll.llama_memory_seq_rm(mem, 1, c.dst, c.dst + c.n)
+                group.append((pos, prompt[pos]))
+            self._decode_at(group)
+        finally:
+            # On a cancel or failure, chunks still parked are dropped along with what follows them.
+            if parked:
+                ll.llama_memory_seq_rm(mem, 1, -1, -1)
+                self._truncate_record(parked[0].dst)
+
+    def generate(
+        self,
+        prompt: Sequence[int],
+        *,
+        max_tokens: int = 64,
+        stop: StopCheck | None = None,
+        cancel: CancelToken | None = None,
+        on_text: Callable[[str], None] | None = None,
+        reuse_limit: int = 0,
+    ) -> Generation:
+        """Greedy completion of ``prompt`` (token ids).
+
+        Stops on an end-of-generation token, the FIM family's stop tokens, ``stop`` (checked on the
+        decoded text after every token), ``max_tokens``, a full context, or ``cancel`` (checked between
+        tokens). ``on_text`` receives the text so far after each token (for streaming).
+        """
+        import codecs
+
+        t0 = time.perf_counter()
+        reused, evaluated = self.prepare(prompt, cancel, reuse_limit)
+        t1 = time.perf_counter()
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        out_tokens: list[int] = []
+        text = ""
+        reason = "max_tokens"
+        stop_ids = self.fim.stop
+        self._cancel = cancel
+        try:
+            while len(out_tokens) < max_tokens:
+                if cancel is not None and cancel.cancelled:
+                    reason = "cancelled"
+                    break
+                tok = self._argmax()
+                if tok in stop_ids or self.is_eog(tok):
+                    reason = "eog"
+                    break
+                out_tokens.append(tok)
+                text += decoder.decode(self.piece(tok))
+                if stop is not None and (hit := stop(text)) is not None:
+                    reason, keep = hit
+                    text = text[:keep]
+                    break
+                if on_text is not None:
+                    on_text(text)
+                if len(self._cached) + 1 >= self.n_ctx:
+                    reason = "context_full"
+                    break
+                try:
+                    self._decode_at([(len(self._cached), tok)])
+                except Cancelled:
+                    reason = "cancelled"
+                    break
+        finally:
+            self._cancel = None
+        text += decoder.decode(b"", final=True) if reason in ("max_tokens", "eog") else ""
+        t2 = time.perf_counter()
+        return Generation(
+            text=text,
+            tokens=tuple(out_tokens),
+            stop_reason=reason,
+            prompt_tokens=len(prompt),
+            tokens_evaluated=evaluated,
+            tokens_reused=reused,
+            prompt_ms=(t1 - t0) * 1000,
+            generation_ms=(t2 - t1) * 1000,
+        )
+
+    def close(self) -> None:
+        if getattr(self, "_ctx", None):
+            self._ll.llama_batch_free(self._batch)
+            self._ll.llama_free(self._ctx)
+            self._ll.llama_model_free(self._model)
+            self._ctx = None
+            self._model = None
+
+    def __del__(self) -> None:  # pragma: no cover - best effort at interpreter exit
+        with contextlib.suppress(Exception):
+            self.close()

@@ -1,0 +1,283 @@
+"""FIM (fill-in-the-middle) formats and prompt assembly as token ids.
+
+Prompts are built from token ids, never from a string that is tokenized as a whole: file text is
+tokenized with ``special=False`` and the control tokens are spliced in by id, so a file that contains
+``<|endoftext|>`` or ``<|fim_middle|>`` cannot inject control tokens. (llama-cpp-python's
+``create_completion(suffix=...)`` is broken in 0.3.36 and is not used.)
+
+The layout is the one the models were trained on, prefix-suffix-middle, with repository files first
+(the most stable part). llama.vim instead moves the cursor's line after the middle token so that typing
+only appends tokens; measured with Qwen2.5-Coder that costs quality (doubled spaces, re-typed
+identifiers: ``numbers.so`` -> ``ort()``). fimble keeps the trained layout and makes typing cheap in the
+engine instead, by moving the cached suffix into place (see ``fimble.completion.kvplan``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from fimble.errors import ModelUnsupported
+
+__all__ = [
+    "FAMILIES",
+    "FimFamily",
+    "FimPrompt",
+    "FimTokens",
+    "PromptPart",
+    "build_prompt",
+    "detect_fim",
+]
+
+Tokenize = Callable[[str], list[int]]
+
+
+@dataclass(frozen=True)
+class FimFamily:
+    """The control-token texts one model family was trained with."""
+
+    name: str
+    prefix: tuple[str, ...]
+    suffix: tuple[str, ...]
+    middle: tuple[str, ...]
+    pad: tuple[str, ...] = ()
+    repo_name: tuple[str, ...] = ()
+    file_sep: tuple[str, ...] = ()
+    # Tokens after which generation must stop (besides the vocabulary's own end-of-generation set).
+    stop: tuple[str, ...] = ()
+
+
+# Order matters: the first family whose prefix/suffix/middle all exist in the vocabulary wins.
+# CodeGemma shares Qwen's FIM token texts; its `<|file_separator|>` tells them apart, so it goes first.
+FAMILIES: tuple[FimFamily, ...] = (
+    FimFamily(
+        name="codegemma",
+        prefix=("<|fim_prefix|>",),
+        suffix=("<|fim_suffix|>",),
+        middle=("<|fim_middle|>",),
+        file_sep=("<|file_separator|>",),
+        stop=("<|file_separator|>", "<eos>"),
+    ),
+    FimFamily(
+        name="qwen2.5-coder",
+        prefix=("<|fim_prefix|>",),
+        suffix=("<|fim_suffix|>",),
+        middle=("<|fim_middle|>",),
+        pad=("<|fim_pad|>",),
+        repo_name=("<|repo_name|>",),
+        file_sep=("<|file_sep|>",),
+        stop=(
+            "<|endoftext|>",
+            "<|fim_pad|>",
+            "<|file_sep|>",
+            "<|repo_name|>",
+            "<|im_end|>",
+            "<|fim_prefix|>",
+        ),
+    ),
+    FimFamily(
+        name="starcoder",
+        prefix=("<fim_prefix>",),
+        suffix=("<fim_suffix>",),
+        middle=("<fim_middle>",),
+        pad=("<fim_pad>",),
+        repo_name=("<repo_name>", "<reponame>"),
+        file_sep=("<file_sep>",),
+        stop=("<|endoftext|>", "<file_sep>", "<fim_pad>", "<fim_prefix>"),
+    ),
+    FimFamily(
+        name="deepseek-coder",
+        prefix=("<｜fim▁begin｜>",),
+        suffix=("<｜fim▁hole｜>",),
+        middle=("<｜fim▁end｜>",),
+        stop=("<｜end▁of▁sentence｜>", "<|EOT|>"),
+    ),
+    FimFamily(
+        name="codellama",
+        prefix=("▁<PRE>", "<PRE>"),
+        suffix=("▁<SUF>", "<SUF>"),
+        middle=("▁<MID>", "<MID>"),
+        stop=("▁<EOT>", "<EOT>"),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class FimTokens:
+    """The control-token ids of one loaded model."""
+
+    family: str
+    prefix: int
+    suffix: int
+    middle: int
+    pad: int | None = None
+    repo_name: int | None = None
+    file_sep: int | None = None
+    stop: frozenset[int] = field(default_factory=frozenset)
+
+    @property
+    def repo_level(self) -> bool:
+        """Whether the model knows Qwen/StarCoder2-style multi-file prompts."""
+        return self.repo_name is not None and self.file_sep is not None
+
+
+def _first(vocab: Mapping[str, int], texts: Sequence[str]) -> int | None:
+    for text in texts:
+        if text in vocab:
+            return vocab[text]
+    return None
+
+
+def detect_fim(vocab: Mapping[str, int], eog: frozenset[int] = frozenset()) -> FimTokens:
+    """Find the model's FIM control tokens from its vocabulary (token text -> id).
+
+    ``eog`` is the vocabulary's own end-of-generation set; it is merged into the stop tokens.
+    Raises ``ModelUnsupported`` naming the missing tokens when no family matches.
+    """
+    for family in FAMILIES:
+        prefix = _first(vocab, family.prefix)
+        suffix = _first(vocab, family.suffix)
+        middle = _first(vocab, family.middle)
+        if prefix is None or suffix is None or middle is None:
+            continue
+        if family.name == "codegemma" and "<|file_separator|>" not in vocab:
+            continue
+        stop = {vocab[t] for t in family.stop if t in vocab} | set(eog)
+        pad = _first(vocab, family.pad)
+        if pad is not None:
+            stop.add(pad)
+        return FimTokens(
+            family=family.name,
+            prefix=prefix,
+            suffix=suffix,
+            middle=middle,
+            pad=pad,
+            repo_name=_first(vocab, family.repo_name),
+            file_sep=_first(vocab, family.file_sep),
+            stop=frozenset(stop),
+        )
+    wanted = ", ".join(f"{f.name} ({f.prefix[0]} {f.suffix[0]} {f.middle[0]})" for f in FAMILIES)
+    raise ModelUnsupported(
+        "this model has no fill-in-the-middle tokens; fimble needs one of: "
+        f"{wanted}. Use a coder model such as qwen2.5-coder-1.5b (`fimble models pull qwen2.5-coder-1.5b`)."
+    )
+
+
+@dataclass(frozen=True)
+class PromptPart:
+    """One labelled run of prompt tokens; ``reason`` says why it is there (for `fimble explain`)."""
+
+    kind: str
+    tokens: tuple[int, ...]
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class FimPrompt:
+    parts: tuple[PromptPart, ...]
+
+    @property
+    def tokens(self) -> list[int]:
+        out: list[int] = []
+        for part in self.parts:
+            out.extend(part.tokens)
+        return out
+
+    def __len__(self) -> int:
+        return sum(len(p.tokens) for p in self.parts)
+
+    @property
+    def stable_len(self) -> int:
+        """Tokens before the FIM prefix token: self-contained chunks the engine may move in its cache."""
+        n = 0
+        for part in self.parts:
+            if part.kind == "prefix":
+                break
+            n += len(part.tokens)
+        return n
+
+
+def _keep_tail_lines(tokenize: Tokenize, text: str, budget: int) -> list[int]:
+    """The longest run of whole lines at the end of ``text`` that fits ``budget`` tokens.
+
+    Cutting at line starts (not at an arbitrary token) keeps the kept text identical while the
+    user types further down, so the KV cache of the kept tokens stays valid.
+    """
+    tokens = tokenize(text)
+    if len(tokens) <= budget:
+        return tokens
+    lines = text.splitlines(keepends=True)
+    kept: list[str] = []
+    used = 0
+    for line in reversed(lines):
+        n = len(tokenize(line))
+        if used + n > budget:
+            break
+        kept.append(line)
+        used += n
+    return tokenize("".join(reversed(kept)))
+
+
+def _keep_head_lines(tokenize: Tokenize, text: str, budget: int) -> list[int]:
+    tokens = tokenize(text)
+    if len(tokens) <= budget:
+        return tokens
+    kept: list[str] = []
+    used = 0
+    for line in text.splitlines(keepends=True):
+        n = len(tokenize(line))
+        if used + n > budget:
+            break
+        kept.append(line)
+        used += n
+    return tokenize("".join(kept))
+
+
+def build_prompt(
+    tokenize: Tokenize,
+    fim: FimTokens,
+    prefix: str,
+    suffix: str,
+    *,
+    path: str | None = None,
+    repo: str | None = None,
+    files: Sequence[tuple[str, str, str]] = (),
+    prefix_budget: int = 1536,
+    suffix_budget: int = 256,
+) -> FimPrompt:
+    """Assemble a FIM prompt, most stable part first.
+
+    ``files`` are other files' snippets as (path, text, reason), already chosen and ordered by the
+    caller. Prefix and suffix are cut at line boundaries to their token budgets; the prefix keeps the
+    cursor's line whole so that its top edge stays put while the user types on that line.
+    """
+    cut = prefix.rfind("\n") + 1
+    head, line = prefix[:cut], prefix[cut:]
+    head_budget = max(0, prefix_budget - len(tokenize(line)))
+    parts: list[PromptPart] = []
+    if fim.repo_level and (files or path):
+        assert fim.repo_name is not None and fim.file_sep is not None
+        parts.append(
+            PromptPart("repo", (fim.repo_name, *tokenize(f"{repo or 'workspace'}\n")), "repository name")
+        )
+        for file_path, text, reason in files:
+            newline = "" if text.endswith("\n") else "\n"
+            body = tokenize(f"{file_path}\n{text}{newline}")
+            parts.append(PromptPart("context", (fim.file_sep, *body), reason))
+        if path:
+            parts.append(PromptPart("path", (fim.file_sep, *tokenize(f"{path}\n")), "current file"))
+    elif files:
+        # No repo-level format: other files go first as plain text, separated by blank lines.
+        for file_path, text, reason in files:
+            parts.append(PromptPart("context", tuple(tokenize(f"{file_path}\n{text}\n\n")), reason))
+    prefix_tokens = _keep_tail_lines(tokenize, head, head_budget) + tokenize(line)
+    parts.append(PromptPart("prefix", (fim.prefix, *prefix_tokens), "file before the cursor"))
+    parts.append(
+        PromptPart(
+            "suffix",
+            (fim.suffix, *_keep_head_lines(tokenize, suffix, suffix_budget)),
+            "file after the cursor",
+        )
+    )
+    parts.append(PromptPart("middle", (fim.middle,), "generation starts here"))
+    return FimPrompt(tuple(parts))

@@ -1,0 +1,99 @@
+"""Which prompt tokens the KV cache already holds, and where: a pure planner over token ids.
+
+A keystroke on the cursor's line changes a few tokens in the middle of a FIM prompt (the end of the
+prefix); everything after them (the suffix, the middle token) is unchanged but sits one or two
+positions further right. Evaluating it again costs ~10 ms a token on a 2-core CPU; moving its cached
+KV costs nearly nothing. The planner finds the common prefix and then the runs of the new prompt that
+the cache holds elsewhere, so the engine evaluates only what is really new.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["Chunk", "ReusePlan", "plan_reuse"]
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Cached tokens ``[src, src+n)`` reused as prompt tokens ``[dst, dst+n)``."""
+
+    src: int
+    dst: int
+    n: int
+
+    @property
+    def shift(self) -> int:
+        return self.dst - self.src
+
+
+@dataclass(frozen=True)
+class ReusePlan:
+    head: int  # prompt[:head] == cached[:head], kept in place
+    chunks: tuple[Chunk, ...]  # in increasing src and dst order, non-overlapping
+    cached_len: int
+
+    def missing(self, n_prompt: int) -> list[int]:
+        """Prompt positions that must be evaluated, in increasing order."""
+        covered = [False] * n_prompt
+        for i in range(self.head):
+            covered[i] = True
+        for c in self.chunks:
+            for i in range(c.dst, c.dst + c.n):
+                covered[i] = True
+        return [i for i, done in enumerate(covered) if not done]
+
+    def gaps(self) -> list[tuple[int, int]]:
+        """Cache position ranges ``[p0, p1)`` to drop: everything neither in the head nor a chunk."""
+        out: list[tuple[int, int]] = []
+        start = self.head
+        for c in self.chunks:
+            if c.src > start:
+                out.append((start, c.src))
+            start = c.src + c.n
+        if start < self.cached_len:
+            out.append((start, self.cached_len))
+        return out
+
+    @property
+    def reused(self) -> int:
+        return self.head + sum(c.n for c in self.chunks)
+
+
+def plan_reuse(
+    cached: Sequence[int], prompt: Sequence[int], min_chunk: int, limit: int | None = None
+) -> ReusePlan:
+    """Plan how to turn the cache holding ``cached`` into one holding ``prompt``.
+
+    The last prompt token is never reused (its logits are needed). Chunks are only taken from
+    ``prompt[:limit]``: tokens whose meaning depends on what precedes them must not be moved. In a
+    FIM prompt that is everything from the prefix token on: measured with Qwen2.5-Coder, a suffix
+    whose KV was computed before a keystroke still "remembers" the old cursor (``    r|`` typed on to
+    ``    return |`` completes ``eturn a + b``). ``min_chunk`` <= 0 disables chunk reuse. Greedy left
+    to right: good enough for the edits typing makes, and linear in the prompt length.
+    """
+    last = len(prompt) - 1 if limit is None else min(len(prompt) - 1, limit)
+    head = 0
+    end = min(len(cached), len(prompt) - 1)
+    while head < end and cached[head] == prompt[head]:
+        head += 1
+    if min_chunk <= 0 or head >= last:
+        return ReusePlan(head, (), len(cached))
+    index: dict[tuple[int, ...], list[int]] = {}
+    for j in range(head, len(cached) - min_chunk + 1):
+        index.setdefault(tuple(cached[j : j + min_chunk]), []).append(j)
+    chunks: list[Chunk] = []
+    i, j = head, head
+    while i + min_chunk <= last:
+        found = next((p for p in index.get(tuple(prompt[i : i + min_chunk]), ()) if p >= j), None)
+        if found is None:
+            i += 1
+            continue
+        n = min_chunk
+        while i + n < last and found + n < len(cached) and cached[found + n] == prompt[i + n]:
+            n += 1
+        chunks.append(Chunk(found, i, n))
+        i += n
+        j = found + n
+    return ReusePlan(head, tuple(chunks), len(cached))

@@ -1,0 +1,102 @@
+"""One completion, end to end: document + cursor -> FIM prompt -> engine -> cleaned suggestion.
+
+Front doors (CLI, LSP, HTTP) build a ``CompletionRequest`` and call ``complete`` on the thread that
+owns the engine (see ``fimble.completion.worker``); nothing here knows about LSP or HTTP.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fimble.completion.cancel import CancelToken
+from fimble.completion.engine import Engine, Generation
+from fimble.completion.fim import build_prompt
+from fimble.completion.postprocess import clean_completion
+from fimble.completion.stops import StopContext, make_stop_check
+
+__all__ = ["CompletionRequest", "CompletionResult", "complete", "wants_multiline"]
+
+
+@dataclass(frozen=True)
+class CompletionRequest:
+    """A cursor in a document. ``offset`` counts Python characters (code points) into ``text``."""
+
+    text: str
+    offset: int
+    path: str | None = None
+    language: str | None = None
+    max_tokens: int = 64
+    multiline: bool | None = None  # None: decide from the cursor's surroundings
+    context_files: tuple[tuple[str, str, str], ...] = field(default=())  # (path, text, reason)
+    prefix_budget: int = 1536
+    suffix_budget: int = 256
+
+    @property
+    def prefix(self) -> str:
+        return self.text[: self.offset]
+
+    @property
+    def suffix(self) -> str:
+        return self.text[self.offset :]
+
+
+@dataclass(frozen=True)
+class PartSummary:
+    kind: str
+    tokens: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class CompletionResult:
+    text: str
+    multiline: bool
+    generation: Generation
+    parts: tuple[PartSummary, ...]
+
+    @property
+    def stop_reason(self) -> str:
+        return self.generation.stop_reason
+
+
+def wants_multiline(prefix: str, suffix: str) -> bool:
+    """Multi-line when the cursor starts a new line or block with nothing after it on its line.
+
+    Mid-line the user is finishing an expression: one line is what they want and what is cheap.
+    """
+    line_prefix = prefix[prefix.rfind("\n") + 1 :]
+    line_suffix = suffix.split("\n", 1)[0]
+    if line_suffix.strip():
+        return False
+    if not line_prefix.strip():
+        return True
+    return line_prefix.rstrip().endswith((":", "{", "(", "[", "=>", "->", "do", "then"))
+
+
+def complete(
+    engine: Engine, request: CompletionRequest, cancel: CancelToken | None = None
+) -> CompletionResult:
+    """Run one request on ``engine``; must be called from the engine's owning thread."""
+    prefix, suffix = request.prefix, request.suffix
+    multiline = request.multiline if request.multiline is not None else wants_multiline(prefix, suffix)
+    prompt = build_prompt(
+        engine.tokenize,
+        engine.fim,
+        prefix,
+        suffix,
+        path=request.path,
+        files=request.context_files,
+        prefix_budget=request.prefix_budget,
+        suffix_budget=request.suffix_budget,
+    )
+    stop_ctx = StopContext(line_prefix=prefix[prefix.rfind("\n") + 1 :], suffix=suffix, multiline=multiline)
+    generation = engine.generate(
+        prompt.tokens,
+        max_tokens=request.max_tokens,
+        stop=make_stop_check(stop_ctx),
+        cancel=cancel,
+        reuse_limit=prompt.stable_len,
+    )
+    text = clean_completion(generation.text, stop_ctx)
+    parts = tuple(PartSummary(p.kind, len(p.tokens), p.reason) for p in prompt.parts)
+    return CompletionResult(text=text, multiline=multiline, generation=generation, parts=parts)

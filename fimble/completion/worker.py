@@ -1,0 +1,143 @@
+"""The one thread that owns the model.
+
+Front doors never touch the engine: they ``submit`` a job and await its future (from asyncio with
+``asyncio.wrap_future``). Jobs run one at a time, in order. A job submitted with a ``key`` (a document
+URI, an HTTP client) supersedes the pending or running job with the same key: the older one is
+cancelled, which stops it between tokens or aborts its prompt evaluation.
+
+The model loads on the worker thread, so a server can answer requests (with nothing) while it loads.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from fimble.completion.cancel import CancelToken
+from fimble.completion.engine import Engine
+from fimble.errors import Cancelled, FimbleError
+
+__all__ = ["EngineWorker", "Job"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass(eq=False)
+class Job(Generic[T]):
+    fn: Callable[[Engine, CancelToken], T]
+    key: str | None = None
+    cancel: CancelToken = field(default_factory=CancelToken)
+    future: Future[T] = field(default_factory=Future)
+
+
+class EngineWorker:
+    """Runs jobs against an engine on a dedicated thread.
+
+    ``load`` is called on that thread the first time; a load failure is kept and re-raised to every
+    job (``load_error``) so the server stays up and can tell the user what to do.
+    """
+
+    def __init__(self, load: Callable[[], Engine], name: str = "fimble-engine") -> None:
+        self._load = load
+        self._engine: Engine | None = None
+        self.load_error: FimbleError | None = None
+        self._jobs: deque[Job[Any]] = deque()
+        self._running: Job[Any] | None = None
+        self._cond = threading.Condition()
+        self._closed = False
+        self.ready = threading.Event()  # set once the model loaded (or failed to)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    @property
+    def engine(self) -> Engine | None:
+        """The loaded engine, for read-only facts (model path, FIM family); never call it from here."""
+        return self._engine
+
+    @property
+    def busy(self) -> bool:
+        """Whether a job is running or queued; background work (indexing) yields while it is."""
+        with self._cond:
+            return self._running is not None or bool(self._jobs)
+
+    def submit(self, fn: Callable[[Engine, CancelToken], T], key: str | None = None) -> Job[T]:
+        job: Job[T] = Job(fn, key)
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("worker is closed")
+            if key is not None:
+                self._supersede(key)
+            self._jobs.append(job)
+            self._cond.notify()
+        return job
+
+    def _supersede(self, key: str) -> None:
+        for old in list(self._jobs):
+            if old.key == key:
+                self._jobs.remove(old)
+                old.cancel.cancel("superseded")
+                old.future.set_exception(Cancelled("superseded by a newer request"))
+        if self._running is not None and self._running.key == key:
+            self._running.cancel.cancel("superseded")
+
+    def cancel(self, job: Job[Any]) -> None:
+        """Cancel a job: dropped if still queued, stopped at the next token if running."""
+        with self._cond:
+            job.cancel.cancel()
+            if job in self._jobs:
+                self._jobs.remove(job)
+                job.future.set_exception(Cancelled("cancelled"))
+
+    def _run(self) -> None:
+        try:
+            self._engine = self._load()
+        except FimbleError as err:
+            self.load_error = err
+            log.error("model failed to load: %s", err)
+        except Exception as err:  # a bug or a llama.cpp failure we did not map: keep serving errors
+            log.exception("model failed to load")
+            self.load_error = FimbleError(f"the model failed to load: {err}; see the log")
+        finally:
+            self.ready.set()
+        while True:
+            with self._cond:
+                while not self._jobs and not self._closed:
+                    self._cond.wait()
+                if self._closed and not self._jobs:
+                    break
+                job = self._jobs.popleft()
+                self._running = job
+            try:
+                if not job.future.set_running_or_notify_cancel():
+                    continue
+                if self.load_error is not None:
+                    job.future.set_exception(self.load_error)
+                elif job.cancel.cancelled:
+                    job.future.set_exception(Cancelled(job.cancel.reason))
+                else:
+                    assert self._engine is not None
+                    job.future.set_result(job.fn(self._engine, job.cancel))
+            except BaseException as err:  # delivered to the waiting front door, never lost
+                if not job.future.done():
+                    job.future.set_exception(err)
+            finally:
+                with self._cond:
+                    self._running = None
+        if self._engine is not None:
+            self._engine.close()
+
+    def close(self, timeout: float | None = 10.0) -> None:
+        with self._cond:
+            self._closed = True
+            for job in self._jobs:
+                job.cancel.cancel("shutdown")
+            if self._running is not None:
+                self._running.cancel.cancel("shutdown")
+            self._cond.notify_all()
+        self._thread.join(timeout)

@@ -1,0 +1,28 @@
+"""Cleaning finished generations."""
+
+from __future__ import annotations
+
+import pytest
+
+from fimble.completion.postprocess import clean_completion, trim_suffix_overlap
+from fimble.completion.stops import StopContext
+
+
+@pytest.mark.parametrize(
+    ("text", "line_prefix", "line_suffix", "expected"),
+    [
+        ("dt.date(y, m, d))", "    dates.append(", ")", "dt.date(y, m, d)"),
+        ("dt.date(y, m, d)", "    dates.append(", ")", "dt.date(y, m, d)"),
+        ('hello")', 'print("', '")', "hello"),
+        ("1, 2]", "xs = [", "]", "1, 2"),
+        ("x + 1", "y = ", "", "x + 1"),
+        ("foo", "bar(", ")", "foo"),
+    ],
+)
+def test_trim_suffix_overlap(text: str, line_prefix: str, line_suffix: str, expected: str) -> None:
+    assert trim_suffix_overlap(text, line_prefix, line_suffix) == expected
+
+
+def test_clean_strips_trailing_whitespace() -> None:
+    c = StopContext(line_prefix="x = ", suffix="\n", multiline=False)
+    assert clean_completion("1   \n", c) == "1"
