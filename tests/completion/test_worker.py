@@ -1,0 +1,73 @@
+"""The engine worker: one job at a time, supersede by key, cancel, load failures kept."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from fimble.completion.cancel import CancelToken
+from fimble.completion.worker import EngineWorker
+from fimble.errors import Cancelled, ModelNotFound
+
+
+class FakeEngine:
+    def close(self) -> None:
+        pass
+
+
+def test_jobs_run_in_order_on_one_thread() -> None:
+    worker = EngineWorker(FakeEngine)  # type: ignore[arg-type]
+    seen: list[str] = []
+    jobs = [
+        worker.submit(lambda e, c, i=i: seen.append(threading.current_thread().name) or i) for i in range(5)
+    ]
+    assert [j.future.result(5) for j in jobs] == list(range(5))
+    assert set(seen) == {"fimble-engine"}
+    worker.close()
+
+
+def test_newer_job_with_same_key_supersedes_running_one() -> None:
+    worker = EngineWorker(FakeEngine)  # type: ignore[arg-type]
+    started = threading.Event()
+
+    def slow(_e: object, cancel: CancelToken) -> str:
+        started.set()
+        for _ in range(500):
+            if cancel.cancelled:
+                raise Cancelled(cancel.reason)
+            time.sleep(0.01)
+        return "finished"
+
+    first = worker.submit(slow, key="doc")
+    assert started.wait(5)
+    queued = worker.submit(lambda e, c: "never", key="doc")
+    newest = worker.submit(lambda e, c: "newest", key="doc")
+    with pytest.raises(Cancelled):
+        first.future.result(5)
+    with pytest.raises(Cancelled):
+        queued.future.result(5)
+    assert newest.future.result(5) == "newest"
+    worker.close()
+
+
+def test_other_keys_are_not_superseded() -> None:
+    worker = EngineWorker(FakeEngine)  # type: ignore[arg-type]
+    a = worker.submit(lambda e, c: "a", key="a")
+    b = worker.submit(lambda e, c: "b", key="b")
+    assert (a.future.result(5), b.future.result(5)) == ("a", "b")
+    worker.close()
+
+
+def test_load_failure_is_reported_to_every_job_and_worker_stays_up() -> None:
+    def load() -> FakeEngine:
+        raise ModelNotFound("model x is not downloaded: run `fimble models pull x`")
+
+    worker = EngineWorker(load)  # type: ignore[arg-type]
+    assert worker.ready.wait(5)
+    for _ in range(2):
+        job = worker.submit(lambda e, c: "x")
+        with pytest.raises(ModelNotFound, match="fimble models pull"):
+            job.future.result(5)
+    worker.close()
