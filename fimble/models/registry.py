@@ -1,20 +1,22 @@
 """The models fimble knows by name, loaded from ``registry.toml`` beside this module.
 
 The registry is data so that adding a model (or moving its parts to new PyPI packages) is an
-edit to one TOML file, not to code. Everything here is pure: no file system access beyond reading
-the TOML, no network.
+edit to one TOML file, not to code. ``FIMBLE_REGISTRY=/path/to/registry.toml`` replaces the
+built-in file (a private mirror, or tests). Everything here is pure: no file system access beyond
+reading the TOML, no network.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fimble.errors import ModelNotFound
+from fimble.errors import ConfigError, ModelNotFound
 
 __all__ = [
     "HfSource",
@@ -172,8 +174,18 @@ def load_registry(path: Path | None = None) -> Registry:
 
 
 @functools.cache
+def _load_cached(path: str) -> Registry:
+    return load_registry(Path(path))
+
+
 def _registry() -> Registry:
-    return load_registry()
+    override = os.environ.get("FIMBLE_REGISTRY")
+    if not override:
+        return _load_cached(str(_REGISTRY_FILE))
+    try:
+        return _load_cached(override)
+    except (OSError, ValueError) as err:  # tomllib.TOMLDecodeError is a ValueError
+        raise ConfigError(f"FIMBLE_REGISTRY={override} is unusable ({err}): fix it or unset it") from None
 
 
 def get(name: str) -> ModelSpec:

@@ -389,8 +389,7 @@ def remove(name: str, *, notify: Notify | None = None) -> list[Path]:
             shutil.rmtree(partial, ignore_errors=True)
             removed.append(partial)
     if not removed:
-        registry.get(name)
-        raise ModelNotFound(f"model {name} is not downloaded; nothing to remove")
+        raise ModelNotFound(f"model {name} is not downloaded; nothing to remove (see `fimble models list`)")
     return removed
 
 
