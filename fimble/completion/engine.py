@@ -352,7 +352,11 @@ class Engine:
         import codecs
 
         t0 = time.perf_counter()
-        reused, evaluated = self.prepare(prompt, cancel, reuse_limit)
+        try:
+            reused, evaluated = self.prepare(prompt, cancel, reuse_limit)
+        except Cancelled:
+            ms = (time.perf_counter() - t0) * 1000
+            return Generation("", (), "cancelled", len(prompt), 0, 0, ms, 0.0)
         t1 = time.perf_counter()
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
         out_tokens: list[int] = []
