@@ -68,7 +68,7 @@ class Generation:
 
 
 # ggml_log_level: 0 none, 1 debug, 2 info, 3 warn, 4 error, 5 continuation of the previous line.
-_LOG_LEVELS = {3: logging.WARNING, 4: logging.ERROR}
+_LOG_LEVELS = {3: logging.INFO, 4: logging.WARNING}  # its warnings are mostly model-file trivia
 _llama_logger = logging.getLogger("fimble.llama")
 
 

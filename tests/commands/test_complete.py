@@ -1,0 +1,109 @@
+"""`fimble complete`: argument parsing, input errors, and the real command in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fimble.commands.complete import offset_of, parse_location, read_source
+from fimble.errors import InputError
+from tests.model_paths import SMALL, model_path
+
+EXAMPLE = Path(__file__).parents[2] / "fimble" / "examples" / "dates.py"
+
+
+def test_parse_location() -> None:
+    assert parse_location("a/b.py:3:7") == (Path("a/b.py"), 3, 7)
+    assert parse_location("C:/x/b.py:1:1") == (Path("C:/x/b.py"), 1, 1)
+    for bad in ("b.py", "b.py:3", "b.py:x:1", "b.py:0:1", ":1:1"):
+        with pytest.raises(InputError):
+            parse_location(bad)
+
+
+def test_offset_of_counts_characters(tmp_path: Path) -> None:
+    text = "héllo\n😀x\n"
+    assert offset_of(text, 1, 1, tmp_path) == 0
+    assert offset_of(text, 2, 2, tmp_path) == 7  # after the emoji: one character, not two UTF-16 units
+    assert offset_of(text, 2, 3, tmp_path) == 8
+    with pytest.raises(InputError, match="past the end of the line"):
+        offset_of(text, 1, 8, tmp_path)
+    with pytest.raises(InputError, match="past the end of the file"):
+        offset_of(text, 9, 1, tmp_path)
+
+
+def test_read_source_refuses_binary_and_missing(tmp_path: Path) -> None:
+    binary = tmp_path / "x.bin"
+    binary.write_bytes(b"\x00\x01\x02abc")
+    with pytest.raises(InputError, match="binary"):
+        read_source(binary)
+    with pytest.raises(InputError, match="no such file"):
+        read_source(tmp_path / "missing.py")
+    latin = tmp_path / "latin.py"
+    latin.write_bytes(b"caf\xe9 = 1\n")
+    with pytest.raises(InputError, match="not UTF-8"):
+        read_source(latin)
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fimble", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_help_lists_options() -> None:
+    out = run("complete", "--help")
+    assert out.returncode == 0
+    for option in ("--model", "--max-tokens", "--multiline", "--json"):
+        assert option in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("location", "message"),
+    [
+        ("missing.py:1:1", "no such file"),
+        (f"{EXAMPLE}:99:1", "past the end of the file"),
+        (f"{EXAMPLE}:1:500", "past the end of the line"),
+    ],
+)
+def test_input_errors_are_one_line_without_traceback(location: str, message: str) -> None:
+    out = run("complete", location)
+    assert out.returncode == 1
+    assert message in out.stderr
+    assert "Traceback" not in out.stderr
+    assert out.stderr.count("\n") == 1
+
+
+def test_missing_model_names_the_fix(tmp_path: Path) -> None:
+    out = run("complete", f"{EXAMPLE}:8:22", env={"FIMBLE_HOME": str(tmp_path)})
+    assert out.returncode == 1
+    assert "fimble models pull" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_corrupt_model_file_is_refused(tmp_path: Path) -> None:
+    truncated = tmp_path / "broken.gguf"
+    truncated.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 64)
+    out = run("complete", f"{EXAMPLE}:8:22", "--model", str(truncated))
+    assert out.returncode == 1
+    assert "Traceback" not in out.stderr
+    assert "broken.gguf" in out.stderr
+
+
+@pytest.mark.model
+def test_complete_prints_a_real_suggestion_as_json() -> None:
+    out = run("complete", f"{EXAMPLE}:8:22", "--model", str(model_path(SMALL)), "--json", "-n", "16")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["completion"].strip()
+    assert result["fim_family"] == "qwen2.5-coder"
+    assert result["tokens_evaluated"] == result["prompt_tokens"]
+    assert result["stop_reason"] in ("eog", "newline", "max_tokens")
