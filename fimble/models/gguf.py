@@ -334,10 +334,10 @@ def _parse(path: Path, buf: mmap.mmap | bytes) -> GGUFInfo:
 
 
 def read_gguf(path: str | Path) -> GGUFInfo:
-    """Parse the header and metadata of ``path``.
+    """Parse the header and metadata of ``path`` (never the tensors).
 
-    Raises ``ModelCorrupt`` for a truncated or non-GGUF file and ``ModelNotFound``-free
-    ``FileNotFoundError``/``OSError`` untouched (the caller knows what name the file had).
+    Raises ``ModelCorrupt`` for an empty, truncated or non-GGUF file. ``OSError`` (missing or
+    unreadable file) passes through: the caller knows which model name to put in the message.
     """
     p = Path(path)
     with open(p, "rb") as fh:
