@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fimble.completion.cancel import CancelToken
-from fimble.completion.fim import FAMILIES, FimTokens, detect_fim
+from fimble.completion.fim import FimTokens, candidate_texts, detect_fim
 from fimble.completion.kvplan import Chunk, ReusePlan, plan_reuse
 from fimble.errors import Cancelled, EngineError, ModelCorrupt
 
@@ -178,13 +178,7 @@ class Engine:
         return ids[0] if len(ids) == 1 else None
 
     def _detect_fim(self) -> FimTokens:
-        texts = {
-            t
-            for f in FAMILIES
-            for group in (f.prefix, f.suffix, f.middle, f.pad, f.repo_name, f.file_sep, f.stop)
-            for t in group
-        }
-        vocab = {t: i for t in texts if (i := self._special_id(t)) is not None}
+        vocab = {t: i for t in candidate_texts() if (i := self._special_id(t)) is not None}
         eog = frozenset(i for i in vocab.values() if self.is_eog(i))
         return detect_fim(vocab, eog)
 

@@ -18,88 +18,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fimble.errors import ModelUnsupported
+from fimble.models.fim_tokens import REQUIRED_ROLES, Family, families
 
 __all__ = [
-    "FAMILIES",
-    "FimFamily",
     "FimPrompt",
     "FimTokens",
     "PromptPart",
     "build_prompt",
+    "candidate_texts",
     "detect_fim",
 ]
 
 Tokenize = Callable[[str], list[int]]
-
-
-@dataclass(frozen=True)
-class FimFamily:
-    """The control-token texts one model family was trained with."""
-
-    name: str
-    prefix: tuple[str, ...]
-    suffix: tuple[str, ...]
-    middle: tuple[str, ...]
-    pad: tuple[str, ...] = ()
-    repo_name: tuple[str, ...] = ()
-    file_sep: tuple[str, ...] = ()
-    # Tokens after which generation must stop (besides the vocabulary's own end-of-generation set).
-    stop: tuple[str, ...] = ()
-
-
-# Order matters: the first family whose prefix/suffix/middle all exist in the vocabulary wins.
-# CodeGemma shares Qwen's FIM token texts; its `<|file_separator|>` tells them apart, so it goes first.
-FAMILIES: tuple[FimFamily, ...] = (
-    FimFamily(
-        name="codegemma",
-        prefix=("<|fim_prefix|>",),
-        suffix=("<|fim_suffix|>",),
-        middle=("<|fim_middle|>",),
-        file_sep=("<|file_separator|>",),
-        stop=("<|file_separator|>", "<eos>"),
-    ),
-    FimFamily(
-        name="qwen2.5-coder",
-        prefix=("<|fim_prefix|>",),
-        suffix=("<|fim_suffix|>",),
-        middle=("<|fim_middle|>",),
-        pad=("<|fim_pad|>",),
-        repo_name=("<|repo_name|>",),
-        file_sep=("<|file_sep|>",),
-        stop=(
-            "<|endoftext|>",
-            "<|fim_pad|>",
-            "<|file_sep|>",
-            "<|repo_name|>",
-            "<|im_end|>",
-            "<|fim_prefix|>",
-        ),
-    ),
-    FimFamily(
-        name="starcoder",
-        prefix=("<fim_prefix>",),
-        suffix=("<fim_suffix>",),
-        middle=("<fim_middle>",),
-        pad=("<fim_pad>",),
-        repo_name=("<repo_name>", "<reponame>"),
-        file_sep=("<file_sep>",),
-        stop=("<|endoftext|>", "<file_sep>", "<fim_pad>", "<fim_prefix>"),
-    ),
-    FimFamily(
-        name="deepseek-coder",
-        prefix=("<｜fim▁begin｜>",),
-        suffix=("<｜fim▁hole｜>",),
-        middle=("<｜fim▁end｜>",),
-        stop=("<｜end▁of▁sentence｜>", "<|EOT|>"),
-    ),
-    FimFamily(
-        name="codellama",
-        prefix=("▁<PRE>", "<PRE>"),
-        suffix=("▁<SUF>", "<SUF>"),
-        middle=("▁<MID>", "<MID>"),
-        stop=("▁<EOT>", "<EOT>"),
-    ),
-)
 
 
 @dataclass(frozen=True)
@@ -128,38 +58,50 @@ def _first(vocab: Mapping[str, int], texts: Sequence[str]) -> int | None:
     return None
 
 
+def candidate_texts() -> set[str]:
+    """Every control-token spelling any family uses: what the engine looks up in a vocabulary."""
+    return {t for f in families() for group in (*f.spellings.values(), f.stop) for t in group}
+
+
 def detect_fim(vocab: Mapping[str, int], eog: frozenset[int] = frozenset()) -> FimTokens:
     """Find the model's FIM control tokens from its vocabulary (token text -> id).
 
-    ``eog`` is the vocabulary's own end-of-generation set; it is merged into the stop tokens.
-    Raises ``ModelUnsupported`` naming the missing tokens when no family matches.
+    The families are data (``fimble/models/fim_tokens.toml``, shared with `fimble doctor`); the one
+    with prefix, suffix and middle present and the most roles matched wins. ``eog`` is the
+    vocabulary's own end-of-generation set, merged into the stop tokens. Raises
+    ``ModelUnsupported`` naming the tokens looked for when no family matches.
     """
-    for family in FAMILIES:
-        prefix = _first(vocab, family.prefix)
-        suffix = _first(vocab, family.suffix)
-        middle = _first(vocab, family.middle)
-        if prefix is None or suffix is None or middle is None:
+    best: tuple[int, Family, dict[str, int]] | None = None
+    for family in families():
+        found = {
+            role: i for role, texts in family.spellings.items() if (i := _first(vocab, texts)) is not None
+        }
+        if not all(role in found for role in REQUIRED_ROLES):
             continue
-        if family.name == "codegemma" and "<|file_separator|>" not in vocab:
-            continue
-        stop = {vocab[t] for t in family.stop if t in vocab} | set(eog)
-        pad = _first(vocab, family.pad)
-        if pad is not None:
-            stop.add(pad)
-        return FimTokens(
-            family=family.name,
-            prefix=prefix,
-            suffix=suffix,
-            middle=middle,
-            pad=pad,
-            repo_name=_first(vocab, family.repo_name),
-            file_sep=_first(vocab, family.file_sep),
-            stop=frozenset(stop),
+        if best is None or len(found) > best[0]:
+            best = (len(found), family, found)
+    if best is None:
+        wanted = ", ".join(
+            f"{f.name} ({' '.join(f.spellings['prefix'][:1] + f.spellings['middle'][:1])})"
+            for f in families()
         )
-    wanted = ", ".join(f"{f.name} ({f.prefix[0]} {f.suffix[0]} {f.middle[0]})" for f in FAMILIES)
-    raise ModelUnsupported(
-        "this model has no fill-in-the-middle tokens; fimble needs one of: "
-        f"{wanted}. Use a coder model such as qwen2.5-coder-1.5b (`fimble models pull qwen2.5-coder-1.5b`)."
+        raise ModelUnsupported(
+            "this model has no fill-in-the-middle tokens; fimble needs one of: "
+            f"{wanted}. Use a coder model: `fimble models pull qwen2.5-coder-1.5b`."
+        )
+    _, family, found = best
+    stop = {vocab[t] for t in family.stop if t in vocab} | set(eog)
+    if "pad" in found:
+        stop.add(found["pad"])
+    return FimTokens(
+        family=family.name,
+        prefix=found["prefix"],
+        suffix=found["suffix"],
+        middle=found["middle"],
+        pad=found.get("pad"),
+        repo_name=found.get("repo"),
+        file_sep=found.get("file_sep"),
+        stop=frozenset(stop),
     )
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from fimble.errors import ModelUnsupported
 
-__all__ = ["METADATA_KEYS", "REQUIRED_ROLES", "ROLES", "FimTokens", "detect_fim_tokens"]
+__all__ = ["METADATA_KEYS", "REQUIRED_ROLES", "ROLES", "Family", "FimTokens", "detect_fim_tokens", "families"]
 
 ROLES = ("prefix", "suffix", "middle", "pad", "repo", "file_sep", "eot")
 REQUIRED_ROLES = ("prefix", "suffix", "middle")
@@ -37,9 +37,12 @@ _DATA_FILE = Path(__file__).with_name("fim_tokens.toml")
 
 
 @dataclass(frozen=True)
-class _Family:
+class Family:
+    """One model family's FIM spellings by role, plus the extra tokens generation must stop at."""
+
     name: str
     spellings: Mapping[str, tuple[str, ...]]
+    stop: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -84,13 +87,15 @@ class FimTokens:
 
 
 @functools.cache
-def _families() -> tuple[_Family, ...]:
+def families() -> tuple[Family, ...]:
+    """The families in ``fim_tokens.toml``, in file order (shared with the prompt builder)."""
     with open(_DATA_FILE, "rb") as fh:
         data = tomllib.load(fh)
     return tuple(
-        _Family(
+        Family(
             name=entry["name"],
             spellings={role: tuple(entry[role]) for role in ROLES if role in entry},
+            stop=tuple(entry.get("stop", ())),
         )
         for entry in data["family"]
     )
@@ -116,7 +121,7 @@ def detect_fim_tokens(
     """
     vocab_size = len(tokens) if tokens is not None else None
     wanted: set[bytes] = {
-        s.encode() for fam in _families() for spellings in fam.spellings.values() for s in spellings
+        s.encode() for fam in families() for spellings in fam.spellings.values() for s in spellings
     }
     index: dict[bytes, int] = {}
     if tokens is not None:
@@ -124,9 +129,9 @@ def detect_fim_tokens(
             if tok in wanted and tok not in index:
                 index[tok] = i
 
-    best: _Family | None = None
+    best: Family | None = None
     best_ids: dict[str, int] = {}
-    for fam in _families():
+    for fam in families():
         found: dict[str, int] = {}
         for role, spellings in fam.spellings.items():
             for s in spellings:

@@ -104,6 +104,6 @@ def test_complete_prints_a_real_suggestion_as_json() -> None:
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["completion"].strip()
-    assert result["fim_family"] == "qwen2.5-coder"
+    assert result["fim_family"] == "qwen"
     assert result["tokens_evaluated"] == result["prompt_tokens"]
     assert result["stop_reason"] in ("eog", "newline", "max_tokens")
