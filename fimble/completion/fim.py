@@ -186,12 +186,14 @@ def build_prompt(
     files: Sequence[tuple[str, str, str]] = (),
     prefix_budget: int = 1536,
     suffix_budget: int = 256,
+    context_budget: int = 1024,
 ) -> FimPrompt:
     """Assemble a FIM prompt, most stable part first.
 
     ``files`` are other files' snippets as (path, text, reason), already chosen and ordered by the
-    caller. Prefix and suffix are cut at line boundaries to their token budgets; the prefix keeps the
-    cursor's line whole so that its top edge stays put while the user types on that line.
+    caller; they are taken in order while they fit ``context_budget`` tokens. Prefix and suffix are
+    cut at line boundaries to their token budgets; the prefix keeps the cursor's line whole so that
+    its top edge stays put while the user types on that line.
     """
     cut = prefix.rfind("\n") + 1
     head, line = prefix[:cut], prefix[cut:]
@@ -202,16 +204,25 @@ def build_prompt(
         parts.append(
             PromptPart("repo", (fim.repo_name, *tokenize(f"{repo or 'workspace'}\n")), "repository name")
         )
+        used = 0
         for file_path, text, reason in files:
             newline = "" if text.endswith("\n") else "\n"
             body = tokenize(f"{file_path}\n{text}{newline}")
+            if used + len(body) + 1 > context_budget:
+                continue
+            used += len(body) + 1
             parts.append(PromptPart("context", (fim.file_sep, *body), reason))
         if path:
             parts.append(PromptPart("path", (fim.file_sep, *tokenize(f"{path}\n")), "current file"))
     elif files:
         # No repo-level format: other files go first as plain text, separated by blank lines.
+        used = 0
         for file_path, text, reason in files:
-            parts.append(PromptPart("context", tuple(tokenize(f"{file_path}\n{text}\n\n")), reason))
+            body = tokenize(f"{file_path}\n{text}\n\n")
+            if used + len(body) > context_budget:
+                continue
+            used += len(body)
+            parts.append(PromptPart("context", tuple(body), reason))
     prefix_tokens = _keep_tail_lines(tokenize, head, head_budget) + tokenize(line)
     parts.append(PromptPart("prefix", (fim.prefix, *prefix_tokens), "file before the cursor"))
     parts.append(

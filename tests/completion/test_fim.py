@@ -136,3 +136,10 @@ def test_suffix_budget_cuts_whole_lines_from_the_bottom() -> None:
     prompt = build_prompt(chars, QWEN, "x", suffix, suffix_budget=10)
     kept = "".join(map(chr, prompt.parts[1].tokens[1:]))
     assert kept == "s0\ns1\ns2\n"
+
+
+def test_context_files_are_packed_to_the_budget_in_order() -> None:
+    files = [("a.py", "a" * 10, "first"), ("b.py", "b" * 50, "too big"), ("c.py", "c" * 10, "third")]
+    prompt = build_prompt(chars, QWEN, "x", "", path="m.py", files=files, context_budget=40)
+    reasons = [p.reason for p in prompt.parts if p.kind == "context"]
+    assert reasons == ["first", "third"]

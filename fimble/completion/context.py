@@ -1,0 +1,210 @@
+"""Repository context for a cursor: which snippets of other files the model should see, and why.
+
+Pure selection over what the index answers (signatures, outlines, BM25 windows) and what the editor
+knows (recently edited regions). Order matters as much as choice: the chunks go first in the prompt,
+so a chunk that changes invalidates the model's cache for everything after it. The gatherer is
+therefore *sticky*: it recomputes only when the cursor leaves the region the context was made for,
+and it orders chunks from most stable (outlines of imported modules) to least (lexical neighbours).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+__all__ = ["ContextChunk", "ContextGatherer", "IndexReader", "gather_context"]
+
+log = logging.getLogger(__name__)
+
+
+class _Span(Protocol):
+    start_line: int
+    end_line: int
+
+
+class _Definition(Protocol):
+    path: str
+    name: str
+    kind: str
+    qualname: str
+    signature: str
+    doc: str
+    span: _Span
+
+
+class _Import(Protocol):
+    targets: tuple[str, ...]
+    names: tuple[str, ...]
+
+
+class _SymbolsNear(Protocol):
+    referenced: Sequence[_Definition]
+
+
+class _Snippet(Protocol):
+    path: str
+    start_line: int
+    end_line: int
+    text: str
+    score: float
+
+
+class IndexReader(Protocol):
+    """The part of the workspace index the completion pipeline reads (``fimble.indexer``)."""
+
+    def file_outline(self, path: str) -> Sequence[_Definition]: ...
+
+    def imports_of(self, path: str) -> Sequence[_Import]: ...
+
+    def symbols_near(self, path: str, line: int) -> _SymbolsNear: ...
+
+    def search(
+        self, text: str, k: int = 8, exclude: tuple[str, tuple[int, int]] | None = None
+    ) -> Sequence[_Snippet]: ...
+
+
+@dataclass(frozen=True)
+class ContextChunk:
+    """One other-file snippet for the prompt; ``reason`` is shown by `fimble explain`."""
+
+    path: str
+    text: str
+    reason: str
+
+    def as_tuple(self) -> tuple[str, str, str]:
+        return (self.path, self.text, self.reason)
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+
+
+def _render_outline(defs: Sequence[_Definition], names: set[str] | None = None, limit: int = 40) -> str:
+    """Signatures (with their first doc line) of a module, optionally only the names it exports to us."""
+    lines: list[str] = []
+    for d in defs:
+        if names and d.name not in names and d.qualname.split(".")[0] not in names:
+            continue
+        sig = d.signature.rstrip()
+        if d.doc:
+            indent = " " * (len(sig.splitlines()[-1]) - len(sig.splitlines()[-1].lstrip()) + 4)
+            sig += f'\n{indent}"""{d.doc}"""' if d.path.endswith(".py") else f"  // {d.doc}"
+        lines.append(sig)
+        if len(lines) >= limit:
+            break
+    return "\n".join(lines)
+
+
+def _near_duplicate(text: str, window: str, threshold: float = 0.5) -> bool:
+    """Whether most of ``text``'s non-blank lines already appear around the cursor (the model would copy)."""
+    lines = {ln.strip() for ln in text.splitlines() if ln.strip()}
+    if not lines:
+        return True
+    seen = {ln.strip() for ln in window.splitlines() if ln.strip()}
+    return len(lines & seen) / len(lines) >= threshold
+
+
+def gather_context(
+    index: IndexReader,
+    path: str,
+    text: str,
+    line: int,
+    *,
+    recent: Sequence[ContextChunk] = (),
+    max_chunks: int = 12,
+    window_lines: int = 60,
+) -> list[ContextChunk]:
+    """Choose and order context chunks for a cursor at 0-based ``line`` of ``path``.
+
+    Order, most stable first: outlines of imported workspace modules (restricted to the names imported
+    when there are any), definitions of symbols used near the cursor, recently edited regions, then
+    BM25 neighbours of the lines above the cursor. Chunks already visible around the cursor or nearly
+    repeating it are dropped. Index failures mean less context, never no completion.
+    """
+    lines = text.splitlines()
+    lo, hi = max(0, line - window_lines), min(len(lines), line + window_lines)
+    visible = "\n".join(lines[lo:hi])
+    chunks: list[ContextChunk] = []
+    seen_paths_defs: set[tuple[str, str]] = set()
+
+    def add(chunk: ContextChunk) -> None:
+        if chunk.path == path or not chunk.text.strip() or _near_duplicate(chunk.text, visible):
+            return
+        if any(c.path == chunk.path and c.text == chunk.text for c in chunks):
+            return
+        chunks.append(chunk)
+
+    try:
+        for imp in index.imports_of(path):
+            if not imp.targets:
+                continue
+            target = imp.targets[0]
+            outline = _render_outline(index.file_outline(target), set(imp.names))
+            if outline:
+                names = ", ".join(imp.names[:4]) if imp.names else target
+                add(ContextChunk(target, outline, f"imported: {names}"))
+                seen_paths_defs.add((target, "*"))
+    except Exception:  # index trouble: fewer chunks, never no completion
+        log.debug("imports_of(%s) failed", path, exc_info=True)
+    try:
+        near = index.symbols_near(path, line)
+        for d in near.referenced:
+            if (d.path, "*") in seen_paths_defs or (d.path, d.qualname) in seen_paths_defs:
+                continue
+            seen_paths_defs.add((d.path, d.qualname))
+            body = d.signature.rstrip() + (f"\n    # {d.doc}" if d.doc else "")
+            add(ContextChunk(d.path, body, f"defines {d.name}, used near the cursor"))
+    except Exception:
+        log.debug("symbols_near(%s, %d) failed", path, line, exc_info=True)
+    for chunk in recent:
+        add(ContextChunk(chunk.path, chunk.text, chunk.reason or "recently edited"))
+    try:
+        query = "\n".join(lines[max(0, line - 12) : line + 1])
+        if _WORD.search(query):
+            for snip in index.search(query, k=4, exclude=(path, (lo, hi))):
+                add(ContextChunk(snip.path, snip.text, f"similar code (bm25 {snip.score:.1f})"))
+    except Exception:
+        log.debug("search near %s:%d failed", path, line, exc_info=True)
+    return chunks[:max_chunks]
+
+
+@dataclass
+class _Cached:
+    path: str
+    line: int
+    chunks: list[ContextChunk] = field(default_factory=list)
+
+
+class ContextGatherer:
+    """Sticky context per document: recomputed when the cursor moves more than ``region`` lines away
+    from where it was made, or when asked to refresh; otherwise the same chunks, token for token, so
+    the model's KV cache for them survives typing."""
+
+    def __init__(self, index: IndexReader | None, *, region: int = 20) -> None:
+        self.index = index
+        self.region = region
+        self._cache: dict[str, _Cached] = {}
+        self._lock = threading.Lock()
+
+    def chunks(self, path: str, text: str, line: int, *, refresh: bool = False) -> list[ContextChunk]:
+        if self.index is None:
+            return []
+        with self._lock:
+            cached = self._cache.get(path)
+            if cached is not None and not refresh and abs(cached.line - line) <= self.region:
+                return cached.chunks
+        chunks = gather_context(self.index, path, text, line)
+        with self._lock:
+            self._cache[path] = _Cached(path, line, chunks)
+        return chunks
+
+    def forget(self, path: str | None = None) -> None:
+        """Drop sticky context (a file changed on disk, or the index was rebuilt)."""
+        with self._lock:
+            if path is None:
+                self._cache.clear()
+            else:
+                self._cache.pop(path, None)

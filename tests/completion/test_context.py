@@ -1,0 +1,143 @@
+"""Context selection over a fake index: order, reasons, dedup, stickiness, failures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fimble.completion.context import ContextChunk, ContextGatherer, gather_context
+
+
+@dataclass(frozen=True)
+class Span:
+    start_line: int
+    end_line: int
+
+
+@dataclass(frozen=True)
+class Def:
+    path: str
+    name: str
+    kind: str = "function"
+    qualname: str = ""
+    signature: str = ""
+    doc: str = ""
+    span: Span = Span(0, 0)
+
+
+@dataclass(frozen=True)
+class Imp:
+    targets: tuple[str, ...]
+    names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Near:
+    referenced: tuple[Def, ...] = ()
+
+
+@dataclass(frozen=True)
+class Snip:
+    path: str
+    start_line: int
+    end_line: int
+    text: str
+    score: float
+
+
+@dataclass
+class FakeIndex:
+    outlines: dict[str, list[Def]] = field(default_factory=dict)
+    imports: list[Imp] = field(default_factory=list)
+    near: Near = Near()
+    snippets: list[Snip] = field(default_factory=list)
+    calls: int = 0
+    broken: bool = False
+
+    def file_outline(self, path: str) -> list[Def]:
+        return self.outlines.get(path, [])
+
+    def imports_of(self, path: str) -> list[Imp]:
+        self.calls += 1
+        if self.broken:
+            raise OSError("store gone")
+        return self.imports
+
+    def symbols_near(self, path: str, line: int) -> Near:
+        return self.near
+
+    def search(self, text: str, k: int = 8, exclude: object = None) -> list[Snip]:
+        return self.snippets[:k]
+
+
+def index() -> FakeIndex:
+    return FakeIndex(
+        outlines={
+            "util/dates.py": [
+                Def(
+                    "util/dates.py",
+                    "parse",
+                    qualname="parse",
+                    signature="def parse(s: str) -> date:",
+                    doc="Parse ISO.",
+                ),
+                Def("util/dates.py", "other", qualname="other", signature="def other():"),
+            ]
+        },
+        imports=[Imp(("util/dates.py",), ("parse",)), Imp((), ("os",))],
+        near=Near(
+            (
+                Def("util/dates.py", "parse", qualname="parse", signature="def parse(s: str) -> date:"),
+                Def("models.py", "User", kind="class", qualname="User", signature="class User(Base):"),
+            )
+        ),
+        snippets=[
+            Snip("other.py", 0, 3, "for row in rows:\n    total += row.amount\n", 3.2),
+            Snip("app.py", 0, 1, "x = parse(s)\n", 2.0),
+        ],
+    )
+
+
+def test_order_and_reasons() -> None:
+    chunks = gather_context(index(), "app.py", "from util.dates import parse\nx = parse(s)\n", 1)
+    assert [c.path for c in chunks] == ["util/dates.py", "models.py", "other.py"]
+    assert chunks[0].reason == "imported: parse"
+    assert "def parse(s: str) -> date:" in chunks[0].text and "def other" not in chunks[0].text
+    assert chunks[1].reason == "defines User, used near the cursor"
+    assert chunks[2].reason.startswith("similar code")
+
+
+def test_chunks_repeating_the_cursor_region_are_dropped() -> None:
+    idx = index()
+    idx.snippets = [Snip("copy.py", 0, 1, "x = parse(s)\ny = 2\n", 5.0)]
+    text = "from util.dates import parse\nx = parse(s)\ny = 2\n"
+    assert all(c.path != "copy.py" for c in gather_context(idx, "app.py", text, 1))
+
+
+def test_recent_edits_are_included_after_definitions() -> None:
+    recent = [ContextChunk("notes.py", "TODO = ['ship it']", "")]
+    chunks = gather_context(index(), "app.py", "x = parse(s)\n", 0, recent=recent)
+    assert ("notes.py", "recently edited") in [(c.path, c.reason) for c in chunks]
+
+
+def test_index_failure_means_less_context_not_an_error() -> None:
+    idx = index()
+    idx.broken = True
+    chunks = gather_context(idx, "app.py", "x = parse(s)\n", 0)
+    assert chunks  # symbols_near and search still answered
+
+
+def test_gatherer_is_sticky_within_a_region() -> None:
+    idx = index()
+    g = ContextGatherer(idx, region=10)
+    first = g.chunks("app.py", "x = parse(s)\n", 5)
+    assert g.chunks("app.py", "x = parse(s)\n", 12) is first
+    assert idx.calls == 1
+    g.chunks("app.py", "x = parse(s)\n", 40)
+    assert idx.calls == 2
+    g.forget("app.py")
+    g.chunks("app.py", "x = parse(s)\n", 40)
+    assert idx.calls == 3
+
+
+def test_no_index_no_context() -> None:
+    assert ContextGatherer(None).chunks("a.py", "x", 0) == []
