@@ -1,0 +1,355 @@
+"""Tree-sitter extraction: one query walk per file yields its definitions and imports.
+
+Everything language-specific comes from ``queries/<lang>.scm`` (what to capture) and
+``data/languages.toml`` (comment node types, wrappers, depth limit); this module only interprets the
+capture convention documented in ``queries/README.md``. Grammars, queries and parsers are created
+lazily and cached per process (parsers per thread: a ``Parser`` is not thread-safe), so importing this
+module is cheap and a worker process pays for the languages it meets only.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+import threading
+from dataclasses import dataclass
+from importlib import resources
+
+import tree_sitter as ts
+
+from fimble.indexer.languages import LanguageSpec, language_spec
+
+__all__ = ["Extraction", "ParsedDef", "ParsedImport", "extract", "query_source"]
+
+_MAX_SIGNATURE_LINES = 8
+_MAX_SIGNATURE_CHARS = 400
+_MAX_DOC_CHARS = 200
+_CLASSLIKE = frozenset({"class", "struct", "interface", "trait", "enum", "impl", "type"})
+# When two patterns capture the same node under one name, the more specific kind wins.
+_KIND_RANK = {"variable": 0, "constant": 1, "prototype": 2}
+_COMMENT_MARKERS = re.compile(r"^\s*(?:/\*+!?|\*+/|\*+|//+!?|#+!?|--|;+)?\s?")
+_COMMENT_END = re.compile(r"\s*\*+/\s*$")
+_COMMENT_STARTS = ("#", "//", "/*", "*", "--")
+_STRING_PREFIX = re.compile(r"^[rRbBuUfF]{0,2}(\"\"\"|'''|\"|')")
+_TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedDef:
+    """A definition as found in one file; lines and columns are 0-based, columns in UTF-8 bytes."""
+
+    kind: str
+    name: str
+    qualname: str
+    scope: str
+    start_line: int
+    start_col: int
+    end_line: int
+    end_col: int
+    signature: str
+    doc: str
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedImport:
+    """One import as written: ``flavor`` is ``module`` (import X), ``from`` (from X import names) or
+    ``mod`` (Rust ``mod x;``); ``spec`` has quotes stripped; ``line`` is 0-based."""
+
+    flavor: str
+    spec: str
+    names: tuple[str, ...]
+    line: int
+    wildcard: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    definitions: tuple[ParsedDef, ...]
+    imports: tuple[ParsedImport, ...]
+    has_errors: bool
+
+
+@dataclass(slots=True)
+class _Found:
+    kind: str
+    node: ts.Node
+    name: str
+    body: ts.Node | None
+    doc: ts.Node | None
+    receiver: str
+    is_scope: bool
+
+
+def query_source(spec: LanguageSpec) -> str:
+    """The text of a language's query file (kept next to the code as ``queries/<name>.scm``)."""
+    return resources.files("fimble.indexer.queries").joinpath(spec.query).read_text("utf-8")
+
+
+@functools.cache
+def _grammar(name: str) -> tuple[ts.Language, ts.Query]:
+    spec = language_spec(name)
+    if spec is None:
+        raise ValueError(f"no grammar for language {name!r}")
+    module, func = spec.grammar.split(":")
+    language = ts.Language(getattr(importlib.import_module(module), func)())
+    return language, ts.Query(language, query_source(spec))
+
+
+_local = threading.local()
+
+
+def _parser(name: str) -> ts.Parser:
+    parsers: dict[str, ts.Parser] | None = getattr(_local, "parsers", None)
+    if parsers is None:
+        parsers = _local.parsers = {}
+    parser = parsers.get(name)
+    if parser is None:
+        parser = parsers[name] = ts.Parser(_grammar(name)[0])
+    return parser
+
+
+def extract(language: str, source: bytes) -> Extraction:
+    """Definitions and imports of ``source`` (raw bytes; invalid UTF-8 is tolerated by tree-sitter)."""
+    spec = language_spec(language)
+    if spec is None:
+        return Extraction((), (), False)
+    _, query = _grammar(language)
+    tree = _parser(language).parse(source)
+    root = tree.root_node
+    cursor = ts.QueryCursor(query)
+    cursor.set_max_start_depth(spec.max_depth)
+    found: dict[tuple[int, int, str], _Found] = {}
+    imports: dict[tuple[int, str, str], list] = {}
+    for _, caps in cursor.matches(root):
+        if "import" in caps:
+            _collect_import(caps, imports)
+            continue
+        item = _found(caps, source)
+        if item is None:
+            continue
+        key = (item.node.start_byte, item.node.end_byte, item.name)
+        old = found.get(key)
+        if old is None or _KIND_RANK.get(old.kind, 9) < _KIND_RANK.get(item.kind, 9):
+            found[key] = item
+    definitions = _resolve_scopes(spec, source, sorted(found.values(), key=_order))
+    return Extraction(tuple(definitions), _finish_imports(imports), root.has_error)
+
+
+def _order(item: _Found) -> tuple[int, int]:
+    return item.node.start_byte, -item.node.end_byte
+
+
+def _text(source: bytes, node: ts.Node) -> str:
+    return source[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+
+def _found(caps: dict[str, list[ts.Node]], source: bytes) -> _Found | None:
+    names = caps.get("name")
+    if not names:
+        return None
+    kind = ""
+    node = None
+    for key, nodes in caps.items():
+        if key.startswith("def."):
+            kind, node = key[4:], nodes[0]
+            break
+    is_scope = node is None
+    if is_scope:
+        scope_nodes = caps.get("scope")
+        if not scope_nodes:
+            return None
+        node, kind = scope_nodes[0], "impl"
+    body = caps.get("body")
+    doc = caps.get("doc")
+    receiver = caps.get("receiver")
+    return _Found(
+        kind=kind,
+        node=node,
+        name=_text(source, names[0]),
+        body=body[0] if body else None,
+        doc=doc[0] if doc else None,
+        receiver=_TEMPLATE_ARGS.sub("", _text(source, receiver[0])) if receiver else "",
+        is_scope=is_scope,
+    )
+
+
+def _resolve_scopes(spec: LanguageSpec, source: bytes, items: list[_Found]) -> list[ParsedDef]:
+    """Give each definition its enclosing scope (by range nesting) and its qualified name."""
+    sep = spec.separator
+    stack: list[tuple[int, str, str]] = []  # (end_byte, qualname, kind)
+    out: list[ParsedDef] = []
+    for item in items:
+        node = item.node
+        start = node.start_byte
+        while stack and stack[-1][0] <= start:
+            stack.pop()
+        parent_q, parent_kind = (stack[-1][1], stack[-1][2]) if stack else ("", "")
+        name = item.name
+        receiver = item.receiver
+        if sep in name:  # C++ `A::B::f` captured whole: the prefix is part of the scope
+            head, _, name = name.rpartition(sep)
+            receiver = f"{receiver}{sep}{head}" if receiver else head
+        if receiver:
+            scope = f"{parent_q}{sep}{receiver}" if parent_q else receiver
+            scope_kind = "class"
+        else:
+            scope, scope_kind = parent_q, parent_kind
+        qualname = f"{scope}{sep}{name}" if scope else name
+        stack.append((node.end_byte, qualname, item.kind))
+        if item.is_scope:
+            continue
+        kind = item.kind
+        if kind == "function" and scope_kind in _CLASSLIKE:
+            kind = "method"
+        outer = _outer(spec, node)
+        out.append(
+            ParsedDef(
+                kind=kind,
+                name=name,
+                qualname=qualname,
+                scope=scope,
+                start_line=node.start_point.row,
+                start_col=node.start_point.column,
+                end_line=node.end_point.row,
+                end_col=node.end_point.column,
+                signature=_signature(source, outer, node, item.body),
+                doc=(
+                    _docstring(source, item.doc)
+                    if item.doc is not None
+                    else _comment_doc(spec, source, outer)
+                ),
+            )
+        )
+    return out
+
+
+def _outer(spec: LanguageSpec, node: ts.Node) -> ts.Node:
+    """The wrapper (decorators, ``export``, ``template<>``, ``type (...)``) that owns this definition,
+    unless the wrapper holds several definitions like it (a grouped Go ``type ( A; B )``)."""
+    if not spec.wrappers:
+        return node
+    outer = node
+    parent = node.parent
+    while parent is not None and parent.type in spec.wrappers:
+        if sum(1 for child in parent.named_children if child.type == outer.type) > 1:
+            break
+        outer, parent = parent, parent.parent
+    return outer
+
+
+def _signature(source: bytes, outer: ts.Node, node: ts.Node, body: ts.Node | None) -> str:
+    """The header of a definition: from its start (wrapper included) to its body, or its first line."""
+    start = outer.start_byte
+    if body is not None and body.start_byte > start:
+        end = body.start_byte
+    else:
+        newline = source.find(b"\n", node.start_byte, node.end_byte)
+        end = node.end_byte if newline < 0 else newline
+    text = source[start:end].decode("utf-8", "replace")
+    lines = [line.rstrip() for line in text.rstrip().split("\n")]
+    while len(lines) > 1 and lines[-1].lstrip().startswith(_COMMENT_STARTS):
+        lines.pop()  # a comment between the header and the first statement is not the header
+    indent = outer.start_point.column
+    lines = [lines[0], *(_dedent(line, indent) for line in lines[1:_MAX_SIGNATURE_LINES])]
+    text = "\n".join(lines)
+    if len(text) > _MAX_SIGNATURE_CHARS:
+        text = text[: _MAX_SIGNATURE_CHARS - 1] + "…"
+    return text
+
+
+def _dedent(line: str, indent: int) -> str:
+    """Continuation lines of a nested header lose the indentation of the header's first line."""
+    return line[indent:] if line[:indent].isspace() else line
+
+
+def _first_line(text: str) -> str:
+    for line in text.split("\n"):
+        line = _COMMENT_END.sub("", _COMMENT_MARKERS.sub("", line, count=1)).strip()
+        if any(ch.isalnum() for ch in line):
+            return line[:_MAX_DOC_CHARS]
+    return ""
+
+
+def _docstring(source: bytes, node: ts.Node) -> str:
+    text = _text(source, node)
+    match = _STRING_PREFIX.match(text)
+    if match:
+        quote = match.group(1)
+        text = text[match.end() :]
+        if text.endswith(quote):
+            text = text[: -len(quote)]
+    return _first_line(text)
+
+
+def _comment_doc(spec: LanguageSpec, source: bytes, outer: ts.Node) -> str:
+    """The first line of the comment block right above a definition (no blank line between)."""
+    prev = outer.prev_named_sibling
+    row = outer.start_point.row
+    while prev is not None and prev.type in spec.doc_skip:
+        row = prev.start_point.row
+        prev = prev.prev_named_sibling
+    if prev is None or prev.type not in spec.comments or prev.end_point.row < row - 1 or _trailing(prev):
+        return ""
+    first = prev
+    while True:
+        above = first.prev_named_sibling
+        if (
+            above is None
+            or above.type not in spec.comments
+            or above.end_point.row < first.start_point.row - 1
+            or _trailing(above)
+        ):
+            break
+        first = above
+    return _first_line(_text(source, first))
+
+
+def _trailing(comment: ts.Node) -> bool:
+    """A comment that ends a line of code (``x = 1  # note``) documents that line, not what follows."""
+    before = comment.prev_sibling
+    return before is not None and before.end_point.row == comment.start_point.row
+
+
+def _collect_import(caps: dict[str, list[ts.Node]], out: dict[tuple[int, str, str], list]) -> None:
+    stmt = caps["import"][0]
+    if "import.from" in caps:
+        flavor, spec_nodes = "from", caps["import.from"]
+    elif "import.mod" in caps:
+        flavor, spec_nodes = "mod", caps["import.mod"]
+    else:
+        flavor, spec_nodes = "module", caps.get("import.module", ())
+    for spec_node in spec_nodes:
+        raw = spec_node.text or b""
+        spec = raw.decode("utf-8", "replace").strip().strip("\"'`<>")
+        if not spec:
+            continue
+        entry = out.setdefault((stmt.start_byte, flavor, spec), [stmt.start_point.row, [], False])
+        for name_node in caps.get("import.name", ()):
+            name = (name_node.text or b"").decode("utf-8", "replace")
+            if name and name not in entry[1]:
+                entry[1].append(name)
+        if "import.wildcard" in caps:
+            entry[2] = True
+
+
+def _finish_imports(raw: dict[tuple[int, str, str], list]) -> tuple[ParsedImport, ...]:
+    out: list[ParsedImport] = []
+    for (_, flavor, spec), (line, names, wildcard) in raw.items():
+        spec, names, wildcard = _split_use_list(spec, names, wildcard)
+        out.append(ParsedImport(flavor, spec, tuple(names), line, wildcard))
+    return tuple(out)
+
+
+def _split_use_list(spec: str, names: list[str], wildcard: bool) -> tuple[str, list[str], bool]:
+    """Rust ``use a::b::{C, D as E}`` / ``use a::*`` / ``use a::b as c``: path, names, wildcard."""
+    if " as " in spec and "{" not in spec:
+        spec = spec.split(" as ", 1)[0].strip()
+    if spec.endswith("::*"):
+        return spec[:-3], names, True
+    brace = spec.find("::{")
+    if brace >= 0:
+        inner = spec[brace + 3 :].rstrip("}")
+        listed = [part.strip().split(" as ")[0].split("::")[-1] for part in inner.split(",")]
+        return spec[:brace], names + [n for n in listed if n and n not in ("*", "self")], "*" in inner
+    return spec, names, wildcard

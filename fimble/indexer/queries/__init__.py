@@ -1,0 +1,1 @@
+"""Tree-sitter queries, one ``<language>.scm`` per grammar; read with importlib.resources."""
