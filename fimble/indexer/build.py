@@ -1,0 +1,258 @@
+"""One full pass over a workspace: walk, compare with the store, analyse what changed, purge the rest.
+
+A file whose size and mtime match its record is not even opened; one whose stat changed is hashed and
+only parsed if its content did. Removals are committed first (so a rename frees its names before the
+new path adds them), then analysed files are committed in batches bounded by count and time. The pass
+yields to completions (``Gate``) between files and stops early, with everything so far committed, when
+asked to. Big passes parse in a pool of niced processes: tree-sitter holds the GIL while parsing, so
+threads would not help.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+from fimble.indexer.config import IndexConfig
+from fimble.indexer.gate import Gate
+from fimble.indexer.ignore import IgnoreRules
+from fimble.indexer.records import FileRecord
+from fimble.indexer.store import Store
+from fimble.indexer.types import PassReport, Progress
+from fimble.indexer.walker import FileEntry, WalkStats, walk
+from fimble.indexer.worker import (
+    FileDoc,
+    Remove,
+    Skip,
+    Task,
+    Touch,
+    WorkerConfig,
+    analyze_group,
+    analyze_path,
+    init_worker,
+)
+from fimble.indexer.writer import Op, apply_batch, mark_ready
+
+__all__ = ["ProgressFn", "run_pass", "worker_config"]
+
+log = logging.getLogger(__name__)
+
+ProgressFn = Callable[[Progress], None]
+_GROUP_FILES = 16
+_GROUP_BYTES = 384 * 1024
+
+
+def worker_config(config: IndexConfig) -> WorkerConfig:
+    return WorkerConfig(config.max_file_bytes, config.window_stride_lines, config.window_block_bytes)
+
+
+def known_files(store: Store) -> dict[str, tuple[int, int, bytes]]:
+    """path -> (size, mtime_ns, digest) for every indexed file, from one snapshot."""
+    out: dict[str, tuple[int, int, bytes]] = {}
+    with store.read() as txn:
+        for key, value in txn.cursor(db=store.db["files"]):
+            rec = FileRecord.unpack(value)
+            out[key.decode("utf-8", "surrogateescape")] = (rec.size, rec.mtime_ns, rec.digest)
+    return out
+
+
+class _Committer:
+    """Collects analysed files and commits them in bounded batches."""
+
+    def __init__(self, store: Store, config: IndexConfig, known: dict[str, tuple[int, int, bytes]]) -> None:
+        self.store = store
+        self.config = config
+        self.known = known
+        self.ops: list[Op] = []
+        self.started = time.monotonic()
+        self.parsed = self.touched = self.skipped = self.bytes = 0
+
+    def add(self, result: FileDoc | Touch | Skip) -> None:
+        if isinstance(result, FileDoc):
+            self.parsed += 1
+            self.bytes += result.size
+            self.ops.append(result)
+        elif isinstance(result, Touch):
+            self.touched += 1
+            self.ops.append(result)
+        else:
+            self.skipped += 1
+            if result.rel in self.known:
+                self.ops.append(Remove(result.rel))
+        elapsed = time.monotonic() - self.started
+        if len(self.ops) >= self.config.batch_files or elapsed >= self.config.batch_seconds:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.ops:
+            apply_batch(self.store, self.ops)
+            self.ops = []
+        self.started = time.monotonic()
+
+
+def run_pass(
+    store: Store,
+    root: Path,
+    config: IndexConfig,
+    rules: IgnoreRules,
+    gate: Gate,
+    stop: threading.Event,
+    progress: ProgressFn | None = None,
+) -> PassReport:
+    """Bring the store in line with the files under ``root``; see the module docstring."""
+    began = time.monotonic()
+    known = known_files(store)
+    stats = WalkStats()
+    entries = list(walk(root, rules, max_bytes=config.max_file_bytes, stats=stats))
+    seen = {e.rel for e in entries}
+    removed = [Remove(rel) for rel in known if rel not in seen]
+    for start in range(0, len(removed), 512):
+        apply_batch(store, removed[start : start + 512])
+    todo = [e for e in entries if (e.rel not in known) or known[e.rel][:2] != (e.size, e.mtime_ns)]
+    committer = _Committer(store, config, known)
+    total_bytes = sum(e.size for e in todo)
+    tracker = _Tracker(progress, len(todo), total_bytes)
+    tracker.report()
+    tasks = [Task(e.rel, e.path, known[e.rel][2] if e.rel in known else None) for e in todo]
+    use_pool = config.workers > 1 and len(tasks) >= config.pool_min_files
+    finished = (
+        _analyze_pooled(tasks, todo, config, committer, gate, stop, tracker)
+        if use_pool
+        else _analyze_here(tasks, todo, config, committer, gate, stop, tracker)
+    )
+    committer.flush()
+    if finished and not stop.is_set():
+        mark_ready(store)
+    return PassReport(
+        scanned=len(entries),
+        parsed=committer.parsed,
+        unchanged=len(entries) - len(todo),
+        touched=committer.touched,
+        removed=len(removed),
+        skipped=committer.skipped,
+        bytes_parsed=committer.bytes,
+        seconds=round(time.monotonic() - began, 3),
+        ignored=stats.ignored,
+        secrets=stats.secrets,
+        too_large=stats.too_large,
+        loops=stats.loops,
+        symlinks_outside=stats.symlinks_outside,
+    )
+
+
+class _Tracker:
+    def __init__(self, callback: ProgressFn | None, files: int, total_bytes: int) -> None:
+        self.callback = callback
+        self.files = files
+        self.total_bytes = total_bytes
+        self.done = 0
+        self.bytes = 0
+
+    def advance(self, files: int, nbytes: int) -> None:
+        self.done += files
+        self.bytes += nbytes
+        self.report()
+
+    def report(self) -> None:
+        if self.callback is not None:
+            self.callback(Progress(self.done, self.files, self.bytes, self.total_bytes))
+
+
+def _yield_to_completions(committer: _Committer, gate: Gate, stop: threading.Event) -> bool:
+    """Wait while a completion runs; commit first so no finished work waits in memory meanwhile."""
+    if not gate.idle:
+        committer.flush()
+    return gate.wait_idle(stop)
+
+
+def _analyze_here(
+    tasks: list[Task],
+    entries: list[FileEntry],
+    config: IndexConfig,
+    committer: _Committer,
+    gate: Gate,
+    stop: threading.Event,
+    tracker: _Tracker,
+) -> bool:
+    wcfg = worker_config(config)
+    for task, entry in zip(tasks, entries, strict=True):
+        if stop.is_set() or not _yield_to_completions(committer, gate, stop):
+            return False
+        committer.add(analyze_path(task, wcfg))
+        tracker.advance(1, entry.size)
+    return True
+
+
+def _groups(tasks: list[Task], entries: list[FileEntry]) -> list[tuple[list[Task], int]]:
+    groups: list[tuple[list[Task], int]] = []
+    current: list[Task] = []
+    size = 0
+    for task, entry in zip(tasks, entries, strict=True):
+        current.append(task)
+        size += entry.size
+        if len(current) >= _GROUP_FILES or size >= _GROUP_BYTES:
+            groups.append((current, size))
+            current, size = [], 0
+    if current:
+        groups.append((current, size))
+    return groups
+
+
+def _analyze_pooled(
+    tasks: list[Task],
+    entries: list[FileEntry],
+    config: IndexConfig,
+    committer: _Committer,
+    gate: Gate,
+    stop: threading.Event,
+    tracker: _Tracker,
+) -> bool:
+    groups = _groups(tasks, entries)
+    pool = ProcessPoolExecutor(
+        max_workers=config.workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=init_worker,
+        initargs=(worker_config(config),),
+    )
+    inflight: dict[Future, tuple[list[Task], int]] = {}
+    next_group = 0
+    try:
+        while next_group < len(groups) or inflight:
+            while next_group < len(groups) and len(inflight) < 2 * config.workers:
+                if stop.is_set() or not _yield_to_completions(committer, gate, stop):
+                    break
+                group = groups[next_group]
+                inflight[pool.submit(analyze_group, group[0])] = group
+                next_group += 1
+            if not inflight:
+                return False
+            done, _ = wait(inflight, return_when=FIRST_COMPLETED)
+            for future in done:
+                group_tasks, size = inflight.pop(future)
+                try:
+                    results = future.result()
+                except BrokenProcessPool:
+                    raise
+                except Exception:
+                    log.exception("indexing worker failed; analysing %d file(s) in-process", len(group_tasks))
+                    results = [analyze_path(t, worker_config(config)) for t in group_tasks]
+                for result in results:
+                    committer.add(result)
+                tracker.advance(len(group_tasks), size)
+            if stop.is_set() and not inflight:
+                return False
+    except BrokenProcessPool:
+        log.warning("the indexing pool died; finishing the pass in-process")
+        pool.shutdown(wait=False, cancel_futures=True)
+        rest = [t for g, _ in list(inflight.values()) + groups[next_group:] for t in g]
+        by_rel = {e.rel: e for e in entries}
+        return _analyze_here(rest, [by_rel[t.rel] for t in rest], config, committer, gate, stop, tracker)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return not stop.is_set()

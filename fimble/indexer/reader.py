@@ -1,0 +1,234 @@
+"""Queries over one read snapshot: every function takes an open read transaction.
+
+These run on the keystroke path, so each one touches a bounded number of keys: no scans proportional
+to the workspace, decoded values limited to what is returned. The façade (index.py) opens the
+transaction; lexical search lives in bm25.py.
+"""
+
+from __future__ import annotations
+
+import lmdb
+
+from fimble.indexer import lexical
+from fimble.indexer.languages import language_spec
+from fimble.indexer.records import MAX_KEY, DefRecord, FileRecord, fid_bytes, loads
+from fimble.indexer.resolve import resolve
+from fimble.indexer.types import Definition, Import, Span, SymbolsNear
+
+__all__ = ["TxnFiles", "definitions", "file_record", "imports_of", "outline", "symbols_near"]
+
+_FAMILY = {"typescript": "javascript", "tsx": "javascript", "c": "cpp"}
+_NEAR_IDENTIFIERS = 48
+_PER_NAME = 8
+_AMBIGUOUS = 3
+
+
+def _b(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+class TxnFiles:
+    """The resolver's view of the workspace (``resolve.FileLookup``) over a read transaction, plus
+    small caches for the path/language of file ids met while decoding definitions."""
+
+    def __init__(self, txn: lmdb.Transaction, db: dict) -> None:
+        self.txn = txn
+        self.db = db
+        self._fids: dict[bytes, tuple[str, str]] = {}
+
+    def exists(self, rel: str) -> bool:
+        return self.txn.get(_b(rel), db=self.db["files"]) is not None
+
+    def in_dir(self, rel_dir: str) -> list[str]:
+        prefix = _b(rel_dir) + b"/" if rel_dir else b""
+        out: list[str] = []
+        cursor = self.txn.cursor(db=self.db["files"])
+        found = cursor.set_range(prefix)
+        while found:
+            key = cursor.key()
+            if not key.startswith(prefix):
+                break
+            slash = key.find(b"/", len(prefix))
+            if slash < 0:
+                out.append(key.decode("utf-8", "surrogateescape"))
+                found = cursor.next()
+            else:  # skip the whole subdirectory: '0' sorts right after '/'
+                found = cursor.set_range(key[:slash] + b"0")
+        return out
+
+    def by_basename(self, name: str) -> list[str]:
+        cursor = self.txn.cursor(db=self.db["base"])
+        key = _b(name)
+        if len(key) > MAX_KEY or not cursor.set_key(key):
+            return []
+        return [v.decode("utf-8", "surrogateescape") for v in cursor.iternext_dup()]
+
+    def go_modules(self) -> list[tuple[str, str]]:
+        cursor = self.txn.cursor(db=self.db["mods"])
+        return [(k.decode("utf-8", "surrogateescape"), v.decode("utf-8", "replace")) for k, v in cursor]
+
+    def file_of(self, fid4: bytes) -> tuple[str, str]:
+        """(path, language) of a file id."""
+        hit = self._fids.get(fid4)
+        if hit is None:
+            rel_b = self.txn.get(fid4, db=self.db["paths"]) or b""
+            raw = self.txn.get(rel_b, db=self.db["files"]) if rel_b else None
+            language = FileRecord.unpack(raw).language if raw else "text"
+            hit = self._fids[fid4] = (rel_b.decode("utf-8", "surrogateescape"), language)
+        return hit
+
+
+def file_record(txn: lmdb.Transaction, db: dict, rel: str) -> FileRecord | None:
+    raw = txn.get(_b(rel), db=db["files"])
+    return FileRecord.unpack(raw) if raw else None
+
+
+def _definition(path: str, language: str, raw: bytes) -> Definition:
+    r = DefRecord(*loads(raw))
+    return Definition(
+        path=path,
+        language=language,
+        kind=r.kind,
+        name=r.name,
+        qualname=r.qualname,
+        scope=r.scope,
+        span=Span(r.start_line, r.start_col, r.end_line, r.end_col),
+        signature=r.signature,
+        doc=r.doc,
+    )
+
+
+def outline(txn: lmdb.Transaction, db: dict, rel: str) -> tuple[Definition, ...]:
+    """Every definition of a file in source order (signatures only, never bodies)."""
+    rec = file_record(txn, db, rel)
+    if rec is None or not rec.n_defs:
+        return ()
+    fid4 = fid_bytes(rec.fid)
+    cursor = txn.cursor(db=db["defs"])
+    out: list[Definition] = []
+    if cursor.set_range(fid4):
+        for key, value in cursor:
+            if key[:4] != fid4:
+                break
+            out.append(_definition(rel, rec.language, value))
+    return tuple(out)
+
+
+def _split_qualified(name: str) -> tuple[str, str]:
+    """("Store.Get" -> "Get", ".Store.Get"); the suffix is matched against dotted qualified names."""
+    dotted = name.replace("::", ".")
+    last = dotted.rsplit(".", 1)[-1]
+    return last, ("." + dotted if "." in dotted else "")
+
+
+def definitions(
+    txn: lmdb.Transaction, db: dict, name: str, *, prefix: bool = False, limit: int = 50
+) -> tuple[Definition, ...]:
+    """Definitions named ``name`` (or qualified ``Type.name`` / ``ns::Type::name``), or starting with
+    it when ``prefix``; at most ``limit``, ordered by path then line."""
+    short, suffix = _split_qualified(name)
+    key = _b(short)
+    if not key or len(key) > MAX_KEY:
+        return ()
+    files = TxnFiles(txn, db)
+    cursor = txn.cursor(db=db["names"])
+    refs: list[bytes] = []
+    if prefix and not suffix:
+        found = cursor.set_range(key)
+        while found and len(refs) < limit * 4:
+            if not cursor.key().startswith(key):
+                break
+            refs.append(cursor.value())
+            found = cursor.next()
+    elif cursor.set_key(key):
+        refs = list(cursor.iternext_dup())
+    out: list[Definition] = []
+    for ref in refs:
+        raw = txn.get(ref, db=db["defs"])
+        if raw is None:
+            continue
+        path, language = files.file_of(ref[:4])
+        d = _definition(path, language, raw)
+        if suffix and not ("." + d.qualname.replace("::", ".")).endswith(suffix):
+            continue
+        out.append(d)
+    out.sort(key=lambda d: (d.path, d.span.start_line))
+    return tuple(out[:limit])
+
+
+def imports_of(txn: lmdb.Transaction, db: dict, rel: str) -> tuple[Import, ...]:
+    """The imports of a file, each resolved against the files indexed right now."""
+    rec = file_record(txn, db, rel)
+    if rec is None:
+        return ()
+    raw = txn.get(fid_bytes(rec.fid), db=db["imports"])
+    if not raw:
+        return ()
+    files = TxnFiles(txn, db)
+    out = []
+    for flavor, spec, names, line, wildcard in loads(raw):
+        targets = resolve(rec.language, rel, flavor, spec, tuple(names), wildcard, files)
+        out.append(Import(rel, line, spec, tuple(names), tuple(t for t in targets if t != rel)))
+    return tuple(out)
+
+
+def _words_near(data: bytes, line: int, radius: int, keywords: frozenset[str]) -> list[str]:
+    """Identifiers within ``radius`` lines of ``line``, nearest lines first, each once."""
+    lines = data.split(b"\n")
+    line = min(max(line, 0), max(len(lines) - 1, 0))
+    order = [line]
+    for step in range(1, radius + 1):
+        order += [n for n in (line - step, line + step) if 0 <= n < len(lines)]
+    seen: dict[str, None] = {}
+    for n in order:
+        for word in lexical.words(lines[n]):
+            text = word.decode("ascii")
+            if len(text) > 1 and text not in keywords:
+                seen.setdefault(text, None)
+        if len(seen) >= _NEAR_IDENTIFIERS:
+            break
+    return list(seen)[:_NEAR_IDENTIFIERS]
+
+
+def _family(language: str) -> str:
+    return _FAMILY.get(language, language)
+
+
+def symbols_near(
+    txn: lmdb.Transaction, db: dict, rel: str, line: int, *, radius: int = 12, limit: int = 24
+) -> SymbolsNear:
+    """Enclosing definitions of ``line`` and the definitions its surroundings refer to."""
+    rec = file_record(txn, db, rel)
+    if rec is None:
+        return SymbolsNear(rel, line, (), ())
+    local = outline(txn, db, rel)
+    enclosing = tuple(d for d in local if d.span.contains_line(line))
+    data = txn.get(fid_bytes(rec.fid), db=db["text"]) or b""
+    spec = language_spec(rec.language)
+    words = _words_near(data, line, radius, spec.keywords if spec else frozenset())
+    imported = {t for imp in imports_of(txn, db, rel) for t in imp.targets}
+    family = _family(rec.language)
+    skip = {(d.path, d.span.start_line) for d in enclosing}
+    ranked: list[tuple[int, int, Definition]] = []
+    for distance, word in enumerate(words):
+        found = definitions(txn, db, word, limit=_PER_NAME)
+        in_imports = [d for d in found if d.path in imported]
+        same_file = [d for d in found if d.path == rel]
+        if in_imports:
+            tier, chosen = 0, in_imports
+        elif same_file:
+            tier, chosen = 1, same_file
+        elif 0 < len(found) <= _AMBIGUOUS and all(_family(d.language) == family for d in found):
+            tier, chosen = 2, found
+        else:
+            continue
+        ranked += [(tier, distance, d) for d in chosen if (d.path, d.span.start_line) not in skip]
+    ranked.sort(key=lambda item: (item[0], item[1]))
+    seen: set[tuple[str, int]] = set()
+    referenced: list[Definition] = []
+    for _, _, d in ranked:
+        key = (d.path, d.span.start_line)
+        if key not in seen:
+            seen.add(key)
+            referenced.append(d)
+    return SymbolsNear(rel, line, enclosing, tuple(referenced[:limit]))

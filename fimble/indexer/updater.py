@@ -1,0 +1,188 @@
+"""The single writer thread of a workspace index.
+
+Every change to the store goes through here, in order: full passes, files the watcher saw change,
+editor buffers pushed by the server, removals. Requests for the same path coalesce (the latest wins),
+so a burst of keystroke-driven buffer pushes costs one parse. Work is done in small steps: the thread
+waits on the ``Gate`` before each file and commits in short transactions, so it never delays a
+completion and never holds a write transaction while one runs.
+
+Errors never kill the thread: a full disk is logged and kept in ``last_error`` (the server stays up and
+answers from what is stored); a pass's error is also raised to whoever waits on it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections import deque
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+
+from fimble.errors import FimbleError
+from fimble.indexer.build import ProgressFn, known_files, run_pass, worker_config
+from fimble.indexer.config import IndexConfig
+from fimble.indexer.gate import Gate
+from fimble.indexer.ignore import IgnoreRules
+from fimble.indexer.reader import file_record
+from fimble.indexer.store import Store
+from fimble.indexer.types import PassReport
+from fimble.indexer.worker import Remove, Skip, Task, WorkerConfig, analyze_bytes, analyze_path
+from fimble.indexer.writer import Op, apply_batch
+
+__all__ = ["Updater"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _Change:
+    kind: str  # "file" (re-read from disk), "buffer", "remove", "tree" (remove a directory)
+    data: bytes | None = None
+
+
+class Updater:
+    """Owns the writer thread; every method may be called from any thread."""
+
+    def __init__(self, store: Store, root: Path, config: IndexConfig, rules: IgnoreRules, gate: Gate) -> None:
+        self.store = store
+        self.root = root
+        self.config = config
+        self.rules = rules
+        self.gate = gate
+        self.last_error: FimbleError | None = None
+        self._cond = threading.Condition()
+        self._passes: deque[tuple[bool, ProgressFn | None, Future[PassReport]]] = deque()
+        self._changes: dict[str, _Change] = {}
+        self._working = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- requests -----------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        with self._cond:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="fimble-indexer", daemon=True)
+                self._thread.start()
+
+    def request_pass(
+        self, *, rebuild: bool = False, progress: ProgressFn | None = None
+    ) -> Future[PassReport]:
+        future: Future[PassReport] = Future()
+        with self._cond:
+            self._passes.append((rebuild, progress, future))
+            self._cond.notify_all()
+        self.start()
+        return future
+
+    def change(self, rel: str, kind: str, data: bytes | None = None) -> None:
+        with self._cond:
+            self._changes.pop(rel, None)  # re-insert: the dict keeps arrival order
+            self._changes[rel] = _Change(kind, data)
+            self._cond.notify_all()
+        self.start()
+
+    @property
+    def pending(self) -> int:
+        with self._cond:
+            return len(self._passes) + len(self._changes) + (1 if self._working else 0)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until everything requested so far is stored (or ``timeout`` seconds passed)."""
+        with self._cond:
+            return self._cond.wait_for(
+                lambda: not (self._passes or self._changes or self._working) or self._stop.is_set(), timeout
+            )
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        with self._cond:
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        with self._cond:
+            while self._passes:
+                _, _, future = self._passes.popleft()
+                future.cancel()
+
+    # -- the thread ---------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with self._cond:
+                self._cond.wait_for(lambda: self._passes or self._changes or self._stop.is_set())
+                if self._stop.is_set():
+                    break
+                job = self._passes.popleft() if self._passes else None
+                changes: list[tuple[str, _Change]] = []
+                if job is None:
+                    while self._changes and len(changes) < self.config.batch_files:
+                        rel = next(iter(self._changes))
+                        changes.append((rel, self._changes.pop(rel)))
+                self._working = True
+            try:
+                if job is not None:
+                    self._run_pass(*job)
+                else:
+                    self._apply(changes)
+            except FimbleError as err:
+                self.last_error = err
+                log.error("index update failed: %s", err)
+            except Exception:
+                log.exception("index update failed")
+            finally:
+                with self._cond:
+                    self._working = False
+                    self._cond.notify_all()
+        with self._cond:
+            self._working = False
+            self._cond.notify_all()
+
+    def _run_pass(self, rebuild: bool, progress: ProgressFn | None, future: Future[PassReport]) -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            if rebuild:
+                self.store.reset()
+            self.rules.forget()
+            report = run_pass(self.store, self.root, self.config, self.rules, self.gate, self._stop, progress)
+        except BaseException as err:
+            future.set_exception(err)
+            if isinstance(err, FimbleError):
+                raise
+            return
+        self.last_error = None
+        future.set_result(report)
+
+    def _apply(self, changes: list[tuple[str, _Change]]) -> None:
+        wcfg = worker_config(self.config)
+        ops: list[Op] = []
+        for rel, change in changes:
+            if not self.gate.wait_idle(self._stop):
+                break
+            if change.kind == "tree":
+                prefix = rel + "/"
+                ops += [Remove(r) for r in known_files(self.store) if r.startswith(prefix)]
+            elif change.kind == "remove" or not self.rules.allowed(rel):
+                ops.append(Remove(rel))
+            elif change.kind == "buffer" and change.data is not None:
+                if len(change.data) <= self.config.max_file_bytes:
+                    ops.append(analyze_bytes(rel, change.data, len(change.data), 0, wcfg))
+                else:
+                    ops.append(Remove(rel))
+            else:
+                ops.append(self._from_disk(rel, wcfg))
+        apply_batch(self.store, ops)
+
+    def _from_disk(self, rel: str, wcfg: WorkerConfig) -> Op:
+        path = os.path.join(self.root, *rel.split("/"))
+        real, root = os.path.realpath(path), os.path.realpath(self.root)
+        if not os.path.isfile(path) or not real.startswith(root + os.sep):
+            return Remove(rel)  # gone, or a symlink leading out of the workspace
+        with self.store.read() as txn:
+            rec = file_record(txn, self.store.db, rel)
+        result = analyze_path(Task(rel, path, rec.digest if rec else None), wcfg)
+        return Remove(rel) if isinstance(result, Skip) else result

@@ -1,0 +1,208 @@
+"""Per-file analysis: read, sniff, hash, parse, tokenise. Runs in pool processes or the writer thread.
+
+Everything a file contributes to the index is computed here, as plain picklable values, so the writer
+thread only has to put bytes into LMDB. Pool processes are niced: indexing must lose every fight for
+the CPU against a completion.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import re
+import sys
+from dataclasses import dataclass
+
+from fimble.indexer import lexical
+from fimble.indexer.languages import TEXT, detect_language, language_spec
+
+__all__ = [
+    "FileDoc",
+    "Remove",
+    "Skip",
+    "Task",
+    "Touch",
+    "WorkerConfig",
+    "analyze_bytes",
+    "analyze_group",
+    "analyze_path",
+    "init_worker",
+]
+
+log = logging.getLogger(__name__)
+
+_SNIFF = 8192
+_GO_MODULE = re.compile(rb"^\s*module\s+\"?([^\s\"]+)", re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerConfig:
+    max_file_bytes: int
+    stride: int
+    block_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """A file to look at; ``old_digest`` lets an unchanged file skip parsing after a touch."""
+
+    rel: str
+    path: str
+    old_digest: bytes | None
+
+
+@dataclass(slots=True)
+class FileDoc:
+    """Everything one file puts in the index (see records.py for where each part goes)."""
+
+    rel: str
+    size: int
+    mtime_ns: int
+    digest: bytes
+    language: str
+    data: bytes
+    n_lines: int
+    definitions: list[tuple]
+    imports: list[tuple]
+    identifiers: tuple[str, ...]
+    windows: list[tuple[int, int, int, int]]
+    postings: dict[bytes, bytes]
+    total_length: int
+    has_errors: bool
+    module: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Touch:
+    """Same content, new stat: only the size/mtime pre-check needs updating."""
+
+    rel: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """Not indexable after all (binary, too large, unreadable, gone); removed if it was indexed."""
+
+    rel: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Remove:
+    rel: str
+
+
+Result = FileDoc | Touch | Skip
+
+_config: WorkerConfig | None = None
+
+
+def init_worker(config: WorkerConfig, nice: int = 10) -> None:
+    """Pool initializer: remember the config, lower priority, keep stdout clean (LSP over stdio)."""
+    global _config
+    _config = config
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    if nice and hasattr(os, "nice"):
+        with contextlib.suppress(OSError):
+            os.nice(nice)
+
+
+def analyze_group(tasks: list[Task]) -> list[Result]:
+    """Pool entry point: a few files per round trip keeps IPC overhead low."""
+    assert _config is not None, "init_worker was not called"
+    return [analyze_path(task, _config) for task in tasks]
+
+
+def digest_of(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def analyze_path(task: Task, config: WorkerConfig) -> Result:
+    try:
+        with open(task.path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if st.st_size > config.max_file_bytes:
+                return Skip(task.rel, "too large")
+            data = fh.read(config.max_file_bytes + 1)
+    except FileNotFoundError:
+        return Skip(task.rel, "gone")
+    except OSError as err:
+        log.info("cannot read %s: %s", task.path, err)
+        return Skip(task.rel, "unreadable")
+    if len(data) > config.max_file_bytes:
+        return Skip(task.rel, "too large")
+    if b"\0" in data[:_SNIFF]:
+        return Skip(task.rel, "binary")
+    digest = digest_of(data)
+    if digest == task.old_digest:
+        return Touch(task.rel, st.st_size, st.st_mtime_ns)
+    return analyze_bytes(task.rel, data, st.st_size, st.st_mtime_ns, config, digest=digest)
+
+
+def analyze_bytes(
+    rel: str, data: bytes, size: int, mtime_ns: int, config: WorkerConfig, *, digest: bytes | None = None
+) -> FileDoc:
+    """Analyse content that is already in memory (a file just read, or an editor buffer)."""
+    language = detect_language(rel, data[:_SNIFF])
+    spec = language_spec(language)
+    definitions: list[tuple] = []
+    imports: list[tuple] = []
+    has_errors = False
+    if spec is not None:
+        from fimble.indexer.parse import extract  # tree-sitter only where something is parsed
+
+        try:
+            found = extract(language, data)
+        except Exception:  # a grammar bug must not stop the whole pass: index the file as text
+            log.exception("tree-sitter failed on %s; indexing it as plain text", rel)
+            language, spec = TEXT, None
+        else:
+            has_errors = found.has_errors
+            definitions = [
+                (
+                    d.kind,
+                    d.name,
+                    d.qualname,
+                    d.scope,
+                    d.start_line,
+                    d.start_col,
+                    d.end_line,
+                    d.end_col,
+                    d.signature,
+                    d.doc,
+                )
+                for d in found.definitions
+            ]
+            imports = [(i.flavor, i.spec, i.names, i.line, i.wildcard) for i in found.imports]
+    lex = lexical.analyze(
+        data,
+        stride=config.stride,
+        block_bytes=config.block_bytes,
+        keywords=spec.keywords if spec is not None else frozenset(),
+    )
+    module = None
+    if rel.rsplit("/", 1)[-1] == "go.mod":
+        match = _GO_MODULE.search(data)
+        module = match.group(1).decode("utf-8", "replace") if match else None
+    return FileDoc(
+        rel=rel,
+        size=size,
+        mtime_ns=mtime_ns,
+        digest=digest if digest is not None else digest_of(data),
+        language=language,
+        data=data,
+        n_lines=lex.n_lines,
+        definitions=definitions,
+        imports=imports,
+        identifiers=lex.identifiers,
+        windows=[(w.start_line, w.end_line, w.start_byte, w.end_byte) for w in lex.windows],
+        postings=lex.postings,
+        total_length=lex.total_length,
+        has_errors=has_errors,
+        module=module,
+    )
