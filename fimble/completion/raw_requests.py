@@ -1,0 +1,229 @@
+"""Plans for requests whose prompt a client rendered: FIM (parsed back) or plain text.
+
+A front door that receives a prompt string (HTTP) turns it into a ``RawPlan`` here and submits it
+with ``Completer.submit_tokens``: ``build`` runs on the engine thread and makes the prompt token ids
+with fimble's own layout (``build_prompt``); ``stop`` joins fimble's stop rules with the client's stop
+strings and time/indent limits; ``final`` cleans the finished text; ``streamable`` says how much of
+the text so far can already be sent to a streaming client without ever being taken back (text a stop
+rule or the clean-up may still cut is held until it is certain).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from fimble.completion.engine import Engine
+from fimble.completion.fim import build_prompt
+from fimble.completion.postprocess import clean_completion
+from fimble.completion.raw_prompt import ContextFile, RawPrompt
+from fimble.completion.service import wants_multiline
+from fimble.completion.stops import StopContext, make_stop_check
+
+__all__ = ["GenerationOptions", "RawPlan", "plan_request", "stop_string_hit", "stop_string_hold"]
+
+StopCheck = Callable[[str], "tuple[str, int] | None"]
+
+_MARGIN = 8  # tokens kept free at the end of the context besides max_tokens
+
+
+@dataclass(frozen=True)
+class GenerationOptions:
+    """What a client may ask for besides the prompt (validated by the front door)."""
+
+    max_tokens: int = 64
+    stop: tuple[str, ...] = ()
+    t_max_predict_ms: float | None = None  # llama.cpp: stop after this long once a newline exists
+    n_indent: int = 0  # llama.cpp: stop at a new line indented less than this
+    multiline: bool | None = None  # None: fimble decides from the cursor (FIM only)
+    prefix_budget: int = 1536
+    suffix_budget: int = 256
+
+
+@dataclass(frozen=True)
+class RawPlan:
+    fim: bool
+    build: Callable[[Engine], list[int]]
+    stop: StopCheck
+    final: Callable[[str], str]
+    streamable: Callable[[str], int]
+    max_tokens: int
+    path: str | None = None
+    context_files: int = 0
+    multiline: bool | None = None
+    info: dict[str, object] = field(default_factory=dict)  # filled by ``build``: truncated, files kept
+
+
+def stop_string_hit(text: str, stops: Sequence[str]) -> tuple[str, int] | None:
+    """The earliest client stop string in ``text``: stop there, keeping what precedes it."""
+    best = -1
+    for s in stops:
+        if s:
+            i = text.find(s)
+            if i >= 0 and (best < 0 or i < best):
+                best = i
+    return ("stop_string", best) if best >= 0 else None
+
+
+def stop_string_hold(text: str, stops: Sequence[str]) -> int:
+    """How many trailing characters might be the start of a stop string (not yet streamable)."""
+    hold = 0
+    for s in stops:
+        for k in range(min(len(s) - 1, len(text)), hold, -1):
+            if text.endswith(s[:k]):
+                hold = k
+                break
+    return hold
+
+
+def _time_limit(ms: float) -> StopCheck:
+    """llama.cpp's ``t_max_predict_ms``: counted from the first token, binding once a line is done."""
+    started: list[float] = []
+
+    def check(text: str) -> tuple[str, int] | None:
+        now = time.monotonic()
+        if not started:
+            started.append(now)
+        if (now - started[0]) * 1000 > ms and "\n" in text:
+            return "time_limit", len(text)
+        return None
+
+    return check
+
+
+def _indent_limit(n_indent: int) -> StopCheck:
+    """llama.cpp's ``n_indent``: a new line that starts less indented than the cursor ends it."""
+
+    def check(text: str) -> tuple[str, int] | None:
+        offset = text.find("\n") + 1
+        if offset == 0:
+            return None
+        for line in text[offset:].split("\n"):
+            stripped = line.lstrip(" \t")
+            if stripped and len(line) - len(stripped) < n_indent:
+                return "stop_rule:n_indent", offset - 1
+            offset += len(line) + 1
+        return None
+
+    return check
+
+
+def _combine(checks: Sequence[StopCheck]) -> StopCheck:
+    def check(text: str) -> tuple[str, int] | None:
+        hits = [hit for c in checks if (hit := c(text)) is not None]
+        return min(hits, key=lambda h: h[1]) if hits else None
+
+    return check
+
+
+def _fit_files(engine: Engine, files: Sequence[ContextFile], budget: int) -> tuple[list[ContextFile], int]:
+    """The last files that fit ``budget`` tokens (clients list the most relevant, newest last)."""
+    kept: list[ContextFile] = []
+    used = 0
+    for f in reversed(files):
+        n = len(engine.tokenize(f"{f[0]}\n{f[1]}\n")) + 1
+        if used + n > budget:
+            break
+        kept.append(f)
+        used += n
+    return list(reversed(kept)), len(files) - len(kept)
+
+
+def _plan_fim(raw: RawPrompt, opts: GenerationOptions, checks: list[StopCheck]) -> RawPlan:
+    prefix, suffix = raw.prefix, raw.suffix
+    multiline = opts.multiline if opts.multiline is not None else wants_multiline(prefix, suffix)
+    ctx = StopContext(line_prefix=prefix[prefix.rfind("\n") + 1 :], suffix=suffix, multiline=multiline)
+    stops = opts.stop
+    rest = ctx.suffix.split("\n", 1)[0].rstrip()
+    info: dict[str, object] = {}
+
+    def build(engine: Engine) -> list[int]:
+        # Room for the prompt: the context less the answer, a margin and the few control/path tokens.
+        room = max(64, engine.n_ctx - opts.max_tokens - _MARGIN - 64)
+        prefix_budget, suffix_budget = opts.prefix_budget, opts.suffix_budget
+        if prefix_budget + suffix_budget > room:  # a small context: keep the 3:1 split within it
+            prefix_budget, suffix_budget = room * 3 // 4, room // 4
+        files, dropped = _fit_files(engine, raw.files, room - prefix_budget - suffix_budget)
+        info.update(files_used=len(files), files_dropped=dropped)
+        prompt = build_prompt(
+            engine.tokenize,
+            engine.fim,
+            prefix,
+            suffix,
+            path=raw.path,
+            repo=raw.repo,
+            files=files,
+            prefix_budget=prefix_budget,
+            suffix_budget=suffix_budget,
+        )
+        return prompt.tokens
+
+    def final(text: str) -> str:
+        hit = stop_string_hit(text, stops)
+        return clean_completion(text[: hit[1]] if hit else text, ctx)
+
+    def streamable(text: str) -> int:
+        # Multi-line: rules judge whole lines, so a line is final once the next one has started.
+        if multiline and "\n" in text:
+            safe = len(text[: text.rfind("\n")].rstrip())
+        else:
+            safe = len(text.rstrip())
+            if not multiline and rest:  # trim_suffix_overlap may drop up to len(rest) at the end
+                safe = max(0, safe - len(rest))
+        return max(0, min(safe, len(text) - stop_string_hold(text, stops)))
+
+    return RawPlan(
+        fim=True,
+        build=build,
+        stop=_combine([make_stop_check(ctx), *checks]),
+        final=final,
+        streamable=streamable,
+        max_tokens=opts.max_tokens,
+        path=raw.path,
+        context_files=len(raw.files),
+        multiline=multiline,
+        info=info,
+    )
+
+
+def _plan_text(raw: RawPrompt, opts: GenerationOptions, checks: list[StopCheck]) -> RawPlan:
+    stops = opts.stop
+    info: dict[str, object] = {}
+
+    def build(engine: Engine) -> list[int]:
+        # special=False: control-token text stays text. An empty prompt starts from a newline.
+        tokens = engine.tokenize(raw.prefix) or engine.tokenize("\n")
+        room = max(1, engine.n_ctx - opts.max_tokens - _MARGIN)
+        info["truncated"] = len(tokens) > room
+        return tokens[-room:] if len(tokens) > room else tokens
+
+    def final(text: str) -> str:
+        hit = stop_string_hit(text, stops)
+        return text[: hit[1]] if hit else text
+
+    def streamable(text: str) -> int:
+        return len(text) - stop_string_hold(text, stops)
+
+    return RawPlan(
+        fim=False,
+        build=build,
+        stop=_combine(checks),
+        final=final,
+        streamable=streamable,
+        max_tokens=opts.max_tokens,
+        info=info,
+    )
+
+
+def plan_request(raw: RawPrompt, opts: GenerationOptions) -> RawPlan:
+    """The plan for one parsed client prompt."""
+    checks: list[StopCheck] = []
+    if opts.stop:
+        stops = opts.stop
+        checks.append(lambda text: stop_string_hit(text, stops))
+    if opts.t_max_predict_ms is not None and opts.t_max_predict_ms > 0:
+        checks.append(_time_limit(opts.t_max_predict_ms))
+    if opts.n_indent > 0:
+        checks.append(_indent_limit(opts.n_indent))
+    return _plan_fim(raw, opts, checks) if raw.fim else _plan_text(raw, opts, checks)

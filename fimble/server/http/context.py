@@ -1,0 +1,139 @@
+"""What every route shares: the app context, the endpoint description, and error shapes per API family.
+
+Each API family answers errors the way its clients parse them: OpenAI ``{"error": {"message",
+"type", ...}}``, llama.cpp ``{"error": {"code", "message", "type"}}``, Ollama ``{"error": "..."}``.
+An ``Endpoint`` carries its handler and its OpenAPI description together, so the served schema cannot
+drift from the routes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from fimble.completion.completer import Completer
+from fimble.errors import Cancelled
+from fimble.server.http.body import Field, HttpError, parse_fields, read_json
+from fimble.server.http.metrics import Metrics
+from fimble.server.http.runner import Runner
+from fimble.server.http.settings import HttpSettings
+
+__all__ = ["AppContext", "Endpoint", "error_body", "error_response", "error_schema", "wrap"]
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Request, "AppContext"], Awaitable[Response]]
+
+
+@dataclass
+class AppContext:
+    completer: Completer
+    settings: HttpSettings
+    runner: Runner
+    metrics: Metrics
+    started: float = field(default_factory=time.time)
+
+    @property
+    def model_name(self) -> str:
+        """The one model this server serves, by the name clients should configure."""
+        if self.settings.model_name:
+            return self.settings.model_name
+        model = self.completer.model
+        if model:
+            return Path(model).stem if model.endswith(".gguf") else model
+        from fimble.models import registry
+
+        return registry.default_name()
+
+    @property
+    def model_path(self) -> Path | None:
+        engine = self.completer.worker.engine
+        return getattr(engine, "model_path", None)
+
+    @property
+    def fim_family(self) -> str | None:
+        engine = self.completer.worker.engine
+        return engine.fim.family if engine is not None else None
+
+    def max_tokens(self, requested: int | None) -> int:
+        """The client's limit within the server's cap; None or negative (unlimited) means the cap."""
+        if requested is None:
+            return min(self.settings.default_max_tokens, self.settings.max_tokens_cap)
+        if requested < 0:
+            return self.settings.max_tokens_cap
+        return min(requested, self.settings.max_tokens_cap)
+
+    async def body(self, request: Request, fields: tuple[Field, ...]) -> dict[str, Any]:
+        return parse_fields(await read_json(request, self.settings.max_body_bytes), fields)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    path: str
+    method: str
+    handler: Handler
+    style: str  # openai | llamacpp | ollama
+    summary: str
+    fields: tuple[Field, ...] | None = None  # the JSON body, if any
+    body_schema: dict[str, Any] | None = None  # overrides the schema generated from ``fields``
+    responses: dict[str, Any] = field(default_factory=dict)  # OpenAPI responses besides errors
+    errors: tuple[int, ...] = (400, 413, 422, 429, 503)
+    public: bool = False  # reachable without the API key
+    tag: str = ""
+
+
+def error_body(style: str, status: int, message: str, kind: str) -> dict[str, Any]:
+    if style == "ollama":
+        return {"error": message}
+    if style == "llamacpp":
+        return {"error": {"code": status, "message": message, "type": kind}}
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+def error_response(style: str, err: HttpError) -> JSONResponse:
+    return JSONResponse(error_body(style, err.status, err.message, err.kind), err.status, headers=err.headers)
+
+
+def error_schema(style: str) -> dict[str, Any]:
+    if style == "ollama":
+        return {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}}
+    inner: dict[str, Any] = {
+        "type": "object",
+        "required": ["message", "type"],
+        "properties": {"message": {"type": "string"}, "type": {"type": "string"}},
+    }
+    if style == "llamacpp":
+        inner["required"] = ["code", "message", "type"]
+        inner["properties"]["code"] = {"type": "integer"}
+    return {"type": "object", "required": ["error"], "properties": {"error": inner}}
+
+
+def sse(payload: Any) -> str:
+    """One server-sent event carrying JSON (or the literal ``[DONE]``)."""
+    data = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
+    return f"data: {data}\n\n"
+
+
+def wrap(endpoint: Endpoint, ctx: AppContext) -> Callable[[Request], Awaitable[Response]]:
+    """The Starlette endpoint: runs the handler and renders ``HttpError`` in the family's shape."""
+
+    async def call(request: Request) -> Response:
+        try:
+            return await endpoint.handler(request, ctx)
+        except HttpError as err:
+            return error_response(endpoint.style, err)
+        except Cancelled:
+            # The client went away (nobody reads this) or the server is shutting down.
+            return error_response(
+                endpoint.style, HttpError(503, "the request was cancelled", kind="cancelled")
+            )
+
+    return call

@@ -1,0 +1,218 @@
+"""Running a plan on the shared Completer from an HTTP request: admission, waiting, streaming, cancel.
+
+HTTP handlers never touch the model: they submit a plan and await the job's future. Two things keep
+a laptop responsive under real clients:
+
+- Admission is bounded (``Gate``): beyond ``max_queue`` generations queued or running, a request is
+  refused at once with 429 and ``Retry-After`` instead of piling up behind a single CPU.
+- A client that goes away (Continue aborts its fetch on every keystroke, llama.vim kills curl) stops
+  its generation at once: a watcher reads the ASGI receive channel, and ``http.disconnect`` sets the
+  job's cancel token, which the engine checks between tokens and inside long prompt evaluations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+
+from fimble.completion.completer import Completer
+from fimble.completion.engine import Generation
+from fimble.completion.raw_requests import RawPlan
+from fimble.completion.worker import Job
+from fimble.errors import Cancelled, EngineError, FimbleError
+from fimble.server.http.body import HttpError
+
+__all__ = ["Finished", "Gate", "Runner"]
+
+log = logging.getLogger(__name__)
+
+
+class Gate:
+    """A thread-safe count of admitted generations (released from the engine thread)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._active = 0
+        self._lock = threading.Lock()
+
+    @property
+    def active(self) -> int:
+        return self._active
+
+    def try_enter(self) -> bool:
+        with self._lock:
+            if self._active >= self.limit:
+                return False
+            self._active += 1
+            return True
+
+    def leave(self) -> None:
+        with self._lock:
+            self._active = max(0, self._active - 1)
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A completed generation: the client's text and what it cost."""
+
+    text: str
+    generation: Generation
+    plan: RawPlan
+    queued_ms: float
+
+    @property
+    def finish_reason(self) -> str:
+        """OpenAI's vocabulary: ``length`` when max_tokens ended it, else ``stop``."""
+        return "length" if self.generation.stop_reason in ("max_tokens", "context_full") else "stop"
+
+
+async def _wait_disconnect(receive: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+    """Return when the client has gone (the body was already read, so only disconnects arrive)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+class Runner:
+    """Submits plans to the Completer for HTTP handlers."""
+
+    def __init__(self, completer: Completer, gate: Gate, retry_after_s: int) -> None:
+        self.completer = completer
+        self.gate = gate
+        self.retry_after_s = retry_after_s
+        self.on_finished: Callable[[Finished], None] | None = None  # metrics hook
+
+    def check_ready(self) -> None:
+        """503 while the model loads (with Retry-After), or with the fix when loading failed."""
+        worker = self.completer.worker
+        if not worker.ready.is_set():
+            raise HttpError(
+                503,
+                "the model is still loading; retry shortly",
+                kind="loading",
+                headers={"Retry-After": str(self.retry_after_s)},
+            )
+        if worker.load_error is not None:
+            raise HttpError(503, str(worker.load_error), kind="model_load_error")
+
+    def _submit(self, plan: RawPlan, on_text: Callable[[str], None] | None) -> Job[Generation]:
+        self.check_ready()
+        if not self.gate.try_enter():
+            raise HttpError(
+                429,
+                f"{self.gate.limit} completions are already queued or running; retry shortly",
+                kind="rate_limit_exceeded",
+                headers={"Retry-After": str(self.retry_after_s)},
+            )
+        try:
+            job = self.completer.submit_tokens(
+                plan.build, max_tokens=plan.max_tokens, stop=plan.stop, on_text=on_text
+            )
+        except BaseException:
+            self.gate.leave()
+            raise
+        job.future.add_done_callback(lambda _f: self.gate.leave())
+        return job
+
+    def _cancel(self, job: Job[Generation], reason: str) -> None:
+        if not job.future.done():
+            job.cancel.cancel(reason)
+            self.completer.worker.cancel(job)
+
+    def _finish(self, plan: RawPlan, gen: Generation, submitted: float) -> Finished:
+        queued_ms = max(0.0, (time.perf_counter() - submitted) * 1000 - gen.prompt_ms - gen.generation_ms)
+        done = Finished(plan.final(gen.text), gen, plan, queued_ms)
+        if self.on_finished is not None:
+            with contextlib.suppress(Exception):
+                self.on_finished(done)
+        return done
+
+    async def run(self, request: Request, plan: RawPlan) -> Finished:
+        """Generate to the end; a client disconnect cancels the job (and raises ``Cancelled``)."""
+        submitted = time.perf_counter()
+        job = self._submit(plan, None)
+        future = asyncio.wrap_future(job.future)
+        watcher = asyncio.ensure_future(_wait_disconnect(request.receive))
+        try:
+            await asyncio.wait({future, watcher}, return_when=asyncio.FIRST_COMPLETED)
+            if not future.done():
+                self._cancel(job, "client disconnected")
+                raise Cancelled("the client disconnected")
+            return self._finish(plan, _result(future), submitted)
+        finally:
+            watcher.cancel()
+            if not future.done():
+                self._cancel(job, "request ended")
+                future.cancel()
+
+    async def stream(self, request: Request, plan: RawPlan) -> AsyncIterator[str | Finished]:
+        """Admit the request now (so 429/503 happen before any byte is sent) and return an iterator
+        of text deltas ending with the ``Finished`` result."""
+        submitted = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        updates: asyncio.Queue[str | None] = asyncio.Queue()
+
+        def on_text(text: str) -> None:  # engine thread
+            loop.call_soon_threadsafe(updates.put_nowait, text)
+
+        job = self._submit(plan, on_text)
+        job.future.add_done_callback(lambda _f: loop.call_soon_threadsafe(updates.put_nowait, None))
+        return self._deltas(request, plan, job, updates, submitted)
+
+    async def _deltas(
+        self,
+        request: Request,
+        plan: RawPlan,
+        job: Job[Generation],
+        updates: asyncio.Queue[str | None],
+        submitted: float,
+    ) -> AsyncIterator[str | Finished]:
+        watcher = asyncio.ensure_future(_wait_disconnect(request.receive))
+        streamed = ""
+        try:
+            while True:
+                getter = asyncio.ensure_future(updates.get())
+                await asyncio.wait({getter, watcher}, return_when=asyncio.FIRST_COMPLETED)
+                if not getter.done():
+                    getter.cancel()
+                    self._cancel(job, "client disconnected")
+                    return
+                text = getter.result()
+                if text is None:
+                    break
+                safe = plan.streamable(text)
+                if safe > len(streamed) and text.startswith(streamed):
+                    yield text[len(streamed) : safe]
+                    streamed = text[:safe]
+            done = self._finish(plan, _result(job.future), submitted)
+            if done.text.startswith(streamed):
+                if len(done.text) > len(streamed):
+                    yield done.text[len(streamed) :]
+            else:  # cannot happen by construction of ``streamable``; never send a contradiction
+                log.warning("final text %r does not extend the streamed %r", done.text, streamed)
+            yield done
+        finally:
+            watcher.cancel()
+            self._cancel(job, "stream closed")
+
+
+def _result(future: Any) -> Generation:
+    """The generation, with engine failures turned into HTTP errors (never a hung connection)."""
+    try:
+        gen: Generation = future.result()
+    except Cancelled:
+        raise
+    except EngineError as err:
+        raise HttpError(500, str(err), kind="engine_error") from None
+    except FimbleError as err:
+        raise HttpError(503, str(err), kind="model_load_error") from None
+    return gen
