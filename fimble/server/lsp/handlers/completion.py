@@ -1,0 +1,92 @@
+"""textDocument/completion fallback for clients without inline completion (Helix, Neovim 0.11, eglot).
+
+The suggestion becomes one completion item whose text edit replaces the word being typed with the
+word plus the continuation, so clients that filter items by the typed word keep it listed. It is
+marked as fimble's (label detail, detail, documentation with the full suggestion) and sorted first.
+The list is always marked incomplete, so the client asks again on the next keystroke.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from fimble.server.lsp import convert
+from fimble.server.suggest import Suggestion
+
+if TYPE_CHECKING:
+    from fimble.server.documents import Document
+    from fimble.server.lsp.server import FimbleServer
+
+__all__ = ["register_if_wanted", "to_item", "word_start"]
+
+log = logging.getLogger(__name__)
+
+TRIGGER_CHARACTERS = [".", "(", "[", "{", ",", "=", ":", " "]
+_LABEL_CHARS = 60
+
+
+def word_start(text: str, offset: int) -> int:
+    """Start of the identifier that ends at ``offset`` (what clients filter items by)."""
+    start = offset
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    return start
+
+
+def _label(word: str, suggestion: str) -> str:
+    first = suggestion.lstrip("\n").split("\n", 1)[0]
+    label = word + first if not suggestion.startswith("\n") else word + "↵ " + first.strip()
+    more = len(label) > _LABEL_CHARS or "\n" in suggestion.strip("\n")
+    return (label[:_LABEL_CHARS].rstrip() + "…") if more else label
+
+
+def to_item(ls: FimbleServer, doc: Document, offset: int, suggestion: Suggestion) -> types.CompletionItem:
+    start = word_start(doc.text, offset)
+    word = doc.text[start:offset]
+    new_text = word + suggestion.text
+    line = doc.text[:offset].rsplit("\n", 1)[-1]
+    preview = f"```{(doc.language_id or '').lower()}\n{line}{suggestion.text}\n```"
+    return types.CompletionItem(
+        label=_label(word, suggestion.text),
+        label_details=types.CompletionItemLabelDetails(description="fimble"),
+        kind=types.CompletionItemKind.Text,
+        detail="fimble suggestion" + (" (several lines)" if "\n" in suggestion.text else ""),
+        documentation=types.MarkupContent(kind=types.MarkupKind.Markdown, value=preview),
+        sort_text="!fimble",  # before letters and digits: listed first
+        filter_text=new_text,
+        insert_text_format=types.InsertTextFormat.PlainText,
+        text_edit=types.TextEdit(range=convert.lsp_range(ls, doc, start, offset), new_text=new_text),
+        command=convert.accept_command(suggestion),
+    )
+
+
+async def completion(ls: FimbleServer, params: types.CompletionParams) -> types.CompletionList:
+    invoked = params.context is None or params.context.trigger_kind == types.CompletionTriggerKind.Invoked
+    doc, offset = convert.cursor(ls, params.text_document.uri, params.position)
+    empty = types.CompletionList(is_incomplete=True, items=[])
+    if not invoked and not (ls.enabled and ls.settings.language_enabled(doc.language_id)):
+        return empty
+    suggestion = await ls.suggester.suggest(
+        convert.query_for(ls, doc, doc.text, offset, invoked), ls.settings
+    )
+    if suggestion is None:
+        return empty
+    convert.record_served(ls, suggestion, "completion", doc, invoked)
+    return types.CompletionList(is_incomplete=True, items=[to_item(ls, doc, offset, suggestion)])
+
+
+def register_if_wanted(server: FimbleServer, capabilities: types.ClientCapabilities) -> None:
+    """Offer completion items when the settings say so, or ("auto") when the client cannot show
+    inline completions."""
+    mode = server.settings.completion_fallback
+    has_inline = bool(capabilities.text_document and capabilities.text_document.inline_completion)
+    if mode == "never" or (mode == "auto" and has_inline):
+        return
+    options = types.CompletionOptions(trigger_characters=TRIGGER_CHARACTERS, resolve_provider=False)
+
+    @server.feature(types.TEXT_DOCUMENT_COMPLETION, options)
+    async def handler(params: types.CompletionParams) -> types.CompletionList:
+        return await completion(server, params)

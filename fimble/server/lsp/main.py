@@ -1,0 +1,109 @@
+"""``fimble serve`` end to end: context, transports, optional HTTP and self-test, in one event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+from dataclasses import dataclass
+
+from fimble.errors import ConfigError, FimbleError
+from fimble.server.context import ServeContext
+from fimble.server.lsp import transport
+from fimble.server.lsp.selftest import SelfTest, run_self_test
+
+__all__ = ["ServeOptions", "run"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    model: str | None = None
+    threads: int = 0
+    tcp: tuple[str, int] | None = None  # None: stdio
+    http: tuple[str, int] | None = None
+    api_key: str | None = None
+    self_test: SelfTest | None = None
+
+
+def _say(message: str) -> None:
+    """A line for the person who started the server (stderr: stdout may be the protocol)."""
+    print(f"fimble: {message}", file=sys.stderr, flush=True)
+
+
+async def _self_test(host: str, port: int, test: SelfTest) -> None:
+    where = f"{test.path}:{test.line}:{test.column}"
+    _say(f"self-test: completing {where} through the LSP socket (waiting for the model)")
+    try:
+        text = await run_self_test(host, port, test)
+    except FimbleError as err:
+        raise FimbleError(f"self-test at {where} failed: {err}") from None
+    _say(f"self-test: {where} -> {text!r}")
+    _say(f"ready: LSP on {host}:{port}; connect an editor, Ctrl-C to stop")
+
+
+async def _tcp(ctx: ServeContext, options: ServeOptions, tasks: list[asyncio.Future[object]]) -> None:
+    assert options.tcp is not None
+    loop = asyncio.get_running_loop()
+    listening: asyncio.Future[tuple[str, int]] = loop.create_future()
+    server = asyncio.ensure_future(
+        transport.serve_tcp(ctx, *options.tcp, on_listening=lambda h, p: listening.set_result((h, p)))
+    )
+    tasks.append(server)
+    await asyncio.wait({server, listening}, return_when=asyncio.FIRST_COMPLETED)
+    if server.done():
+        server.result()  # raises the listen error
+    host, port = listening.result()
+    _say(f"LSP server listening on {host}:{port}")
+    if options.self_test is not None:
+        tasks.append(asyncio.ensure_future(_self_test(host, port, options.self_test)))
+
+
+async def _main(options: ServeOptions, stdio: tuple[object, object] | None) -> int:
+    ctx = ServeContext.create(options.model, options.threads)
+    tasks: list[asyncio.Future[object]] = []
+    try:
+        if options.http is not None:
+            tasks.append(asyncio.ensure_future(transport.serve_http(ctx, *options.http, options.api_key)))
+            _say(f"HTTP server on http://{options.http[0]}:{options.http[1]}")
+        if options.tcp is not None:
+            await _tcp(ctx, options, tasks)
+            lsp = None
+        else:
+            assert stdio is not None
+            lsp = asyncio.ensure_future(transport.serve_stdio(ctx, *stdio))  # type: ignore[arg-type]
+            tasks.append(lsp)
+        while True:  # until stdio ends, or a server (or the self-test) fails
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                tasks.remove(task)
+                code = task.result()  # raises what failed
+                if task is lsp:
+                    return int(code or 0)
+            if not tasks:
+                return 0
+    finally:
+        for task in tasks:
+            task.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.to_thread(ctx.close)
+
+
+def run(options: ServeOptions) -> int:
+    """Run the server until the client exits (stdio) or Ctrl-C (TCP); returns the exit code."""
+    if options.self_test is not None and options.tcp is None:
+        raise ConfigError("--self-test needs --tcp HOST:PORT (the test connects to the server's socket)")
+    stdio = transport.protect_stdout() if options.tcp is None else None
+    try:
+        code = asyncio.run(_main(options, stdio))
+    except KeyboardInterrupt:
+        code = 130
+    if stdio is not None:
+        # The stdin reader may sit in a thread blocked on a pipe the client keeps open: leave now.
+        sys.stderr.flush()
+        os._exit(code)
+    return code

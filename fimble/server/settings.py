@@ -1,0 +1,185 @@
+"""Server settings: the raw JSON a client sends, and the typed, defaulted ``Settings`` the server uses.
+
+Clients send settings in ``initializationOptions`` and ``workspace/didChangeConfiguration`` (or answer
+``workspace/configuration``), either bare or under a ``"fimble"`` key, with camelCase names::
+
+    {"model": "qwen2.5-coder-1.5b", "threads": 0, "maxTokens": 64, "multiline": "auto",
+     "debounceMs": 0, "deadlineMs": 4000, "prefixTokens": 1536, "suffixTokens": 256,
+     "languages": {"markdown": false, "*": true}, "index": {"exclude": ["**/vendor/**"]},
+     "enable": true, "completionFallback": "auto", "acceptanceLog": true}
+
+Each field is validated on its own: a bad value yields one problem naming the setting (shown to the
+user) and the field keeps its previous value, so the rest of the settings still apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+__all__ = ["Resolved", "Settings", "merge_raw", "resolve", "section"]
+
+Raw = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the server does; every field has a default that works on a 2-core laptop."""
+
+    enable: bool = True  # automatic suggestions; `fimble.toggle` flips it; explicit invocations still work
+    model: str | None = None  # None: the model `fimble serve --model` loaded (registry default)
+    threads: int = 0  # 0: physical cores
+    max_tokens: int = 64
+    multiline: str = "auto"  # auto | always | never
+    debounce_ms: int = 0  # server-side debounce of automatic requests; 0 when the client debounces
+    deadline_ms: int = 4000  # per request, from arrival; a late request returns its whole lines
+    prefix_tokens: int = 1536  # context budget before the cursor
+    suffix_tokens: int = 256  # and after it
+    languages: tuple[tuple[str, bool], ...] = ()  # languageId -> enabled; "*" for the rest
+    index_exclude: tuple[str, ...] = ()  # extra glob patterns the indexer skips
+    completion_fallback: str = "auto"  # textDocument/completion: auto (no inline support) | always | never
+    acceptance_log: bool = True  # shown/accepted events to a local JSONL file; nothing leaves the machine
+
+    def language_enabled(self, language_id: str | None) -> bool:
+        table = dict(self.languages)
+        return table.get(language_id or "", table.get("*", True))
+
+    @property
+    def multiline_flag(self) -> bool | None:
+        """``CompletionRequest.multiline``: None lets the engine decide from the cursor."""
+        return {"auto": None, "always": True, "never": False}[self.multiline]
+
+
+@dataclass(frozen=True)
+class Resolved:
+    settings: Settings
+    problems: tuple[str, ...] = ()
+
+
+def section(payload: object) -> Raw:
+    """The fimble part of a settings payload: ``payload["fimble"]`` when present, else the payload."""
+    if isinstance(payload, Mapping):
+        inner = payload.get("fimble")
+        return inner if isinstance(inner, Mapping) else payload
+    return {}
+
+
+def merge_raw(base: Raw, update: Raw) -> dict[str, Any]:
+    """``update`` over ``base``, nested mappings merged, so a partial change keeps earlier values."""
+    out = dict(base)
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merge_raw(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+# -- field parsers: return the typed value or raise ValueError saying what is expected ---------------
+
+
+def _bool(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise ValueError("expected true or false")
+
+
+def _int_range(lo: int, hi: int) -> Callable[[object], int]:
+    def parse(value: object) -> int:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi:
+            return value
+        raise ValueError(f"expected an integer from {lo} to {hi}")
+
+    return parse
+
+
+def _choice(*options: str) -> Callable[[object], str]:
+    def parse(value: object) -> str:
+        if isinstance(value, str) and value in options:
+            return value
+        raise ValueError("expected one of " + ", ".join(repr(o) for o in options))
+
+    return parse
+
+
+def _model(value: object) -> str | None:
+    if value is None or (isinstance(value, str) and value.strip()):
+        return value.strip() if isinstance(value, str) else None
+    raise ValueError("expected a model name from `fimble models list` or a .gguf path")
+
+
+def _languages(value: object) -> tuple[tuple[str, bool], ...]:
+    if isinstance(value, Mapping) and all(
+        isinstance(k, str) and isinstance(v, bool) for k, v in value.items()
+    ):
+        return tuple(sorted(value.items()))
+    raise ValueError('expected an object of languageId -> true/false, e.g. {"markdown": false}')
+
+
+def _globs(value: object) -> tuple[str, ...]:
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise ValueError('expected a list of glob patterns, e.g. ["**/vendor/**"]')
+
+
+# JSON path (camelCase) -> (Settings field, parser)
+_FIELDS: dict[tuple[str, ...], tuple[str, Callable[[object], Any]]] = {
+    ("enable",): ("enable", _bool),
+    ("model",): ("model", _model),
+    ("threads",): ("threads", _int_range(0, 256)),
+    ("maxTokens",): ("max_tokens", _int_range(1, 1024)),
+    ("multiline",): ("multiline", _choice("auto", "always", "never")),
+    ("debounceMs",): ("debounce_ms", _int_range(0, 5000)),
+    ("deadlineMs",): ("deadline_ms", _int_range(50, 120_000)),
+    ("prefixTokens",): ("prefix_tokens", _int_range(16, 3072)),
+    ("suffixTokens",): ("suffix_tokens", _int_range(0, 1024)),
+    ("languages",): ("languages", _languages),
+    ("index", "exclude"): ("index_exclude", _globs),
+    ("completionFallback",): ("completion_fallback", _choice("auto", "always", "never")),
+    ("acceptanceLog",): ("acceptance_log", _bool),
+}
+_GROUPS = {path[0] for path in _FIELDS if len(path) > 1}
+assert {attr for attr, _ in _FIELDS.values()} == {f.name for f in fields(Settings)}
+
+
+def _lookup(raw: Raw, path: tuple[str, ...]) -> tuple[bool, object]:
+    node: object = raw
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            return False, None
+        node = node[key]
+    return True, node
+
+
+def _unknown_keys(raw: Raw) -> list[str]:
+    known_top = {path[0] for path in _FIELDS}
+    out = [f"fimble.{k}" for k in raw if k not in known_top]
+    for group in _GROUPS:
+        sub = raw.get(group)
+        if isinstance(sub, Mapping):
+            known = {p[1] for p in _FIELDS if p[0] == group}
+            out += [f"fimble.{group}.{k}" for k in sub if k not in known]
+        elif group in raw:
+            out.append(f"fimble.{group} (expected an object)")
+    return out
+
+
+def resolve(raw: Raw, base: Settings | None = None) -> Resolved:
+    """Typed settings from ``raw`` (a ``section``), each bad field reported and left at ``base``'s value."""
+    base = base or Settings()
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for path, (attr, parse) in _FIELDS.items():
+        present, value = _lookup(raw, path)
+        if not present:
+            continue
+        try:
+            values[attr] = parse(value)
+        except ValueError as err:
+            name = "fimble." + ".".join(path)
+            problems.append(f"{name}: {err}, got {value!r}; using {getattr(base, attr)!r}")
+    problems += [f"{name}: unknown setting, ignored" for name in _unknown_keys(raw)]
+    return Resolved(replace(base, **values), tuple(problems))

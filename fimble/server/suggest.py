@@ -1,0 +1,232 @@
+"""From a cursor in a document snapshot to one suggestion, without ever blocking the event loop.
+
+Both LSP features (inline completion and the completion fallback) and any other front door go
+through ``Suggester.suggest``: debounce, cross-file context with a deadline, one job on the shared
+engine worker keyed by document (a newer request supersedes an older one), a per-request deadline
+after which the job is stopped and its whole lines are kept, and client cancellation passed down
+to the engine as a cancel token. Everything here works on plain values; LSP types stay in ``lsp/``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from fimble.completion.service import CompletionRequest, CompletionResult
+from fimble.completion.worker import Job
+from fimble.errors import Cancelled, FimbleError
+from fimble.server.settings import Settings
+from fimble.server.shared import SharedCompleter
+from fimble.server.workspace_index import IndexRunner
+
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "Query",
+    "Suggester",
+    "Suggestion",
+    "apply_selected",
+    "mid_word",
+    "whole_lines",
+    "window",
+]
+
+log = logging.getLogger(__name__)
+
+# Generous upper bound of characters per token, to cut the text sent to the engine before it is
+# tokenized: the prompt builder then trims to the token budgets exactly.
+CHARS_PER_TOKEN = 8
+_CONTEXT_TIMEOUT_S = 0.15
+
+
+@dataclass(frozen=True)
+class Query:
+    key: str  # supersede key: the document URI
+    text: str
+    offset: int  # code points
+    path: str | None = None  # as shown to the model (workspace-relative)
+    language: str | None = None
+    invoked: bool = False  # the user asked (vs. automatic, while typing)
+    received: float = 0.0  # time.monotonic() when the request arrived
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    id: str
+    text: str  # inserted at the cursor
+    multiline: bool
+    stop_reason: str
+    partial: bool  # cut to whole lines at the deadline
+    latency_ms: float
+
+
+def window(text: str, offset: int, prefix_tokens: int, suffix_tokens: int) -> tuple[str, int]:
+    """The part of ``text`` around ``offset`` that can reach the prompt, cut at line boundaries.
+
+    Keeps tokenization off the whole file (a 1 MB file would cost a second per keystroke). The prompt
+    builder keeps the last whole lines that fit its budget, so as long as this window holds more than
+    the budget, the prompt is the same as from the whole text.
+    """
+    start = max(0, offset - prefix_tokens * CHARS_PER_TOKEN)
+    if start > 0:
+        nl = text.find("\n", start, offset)
+        start = nl + 1 if nl >= 0 else start
+    end = min(len(text), offset + suffix_tokens * CHARS_PER_TOKEN)
+    if end < len(text):
+        nl = text.rfind("\n", offset, end)
+        end = nl if nl >= 0 else end
+    return text[start:end], offset - start
+
+
+def apply_selected(text: str, offset: int, start: int, end: int, selected: str) -> tuple[str, int]:
+    """The document as if the completion widget's selected item were inserted over [start, end).
+
+    The inline suggestion must extend that item, so the model continues after it.
+    """
+    start, end = sorted((max(0, start), min(len(text), end)))
+    return text[:start] + selected + text[end:], start + len(selected)
+
+
+def mid_word(text: str, offset: int) -> bool:
+    """The cursor sits before an identifier character: the user is editing a word, not writing on."""
+    return offset < len(text) and (text[offset].isalnum() or text[offset] == "_")
+
+
+def whole_lines(text: str) -> str:
+    """The complete lines of a cut-off multi-line suggestion (nothing if the first is unfinished)."""
+    cut = text.rfind("\n")
+    return text[:cut].rstrip() if cut > 0 and text[:cut].strip() else ""
+
+
+class Suggester:
+    """Runs queries against the shared completer; remembers the last one's timeline for status."""
+
+    def __init__(self, completer: SharedCompleter, index: IndexRunner) -> None:
+        self.completer = completer
+        self.index = index
+        self._seq: dict[str, int] = {}
+        self.last: dict[str, Any] = {}
+
+    def _newest(self, key: str, seq: int) -> bool:
+        return self._seq.get(key) == seq
+
+    async def suggest(self, query: Query, settings: Settings) -> Suggestion | None:
+        seq = self._seq[query.key] = self._seq.get(query.key, 0) + 1
+        received = query.received or time.monotonic()
+        timeline: dict[str, Any] = {"uri": query.key, "trigger": "invoked" if query.invoked else "automatic"}
+        self.last = timeline
+        try:
+            suggestion = await self._suggest(query, settings, seq, received, timeline)
+        except asyncio.CancelledError:
+            timeline["outcome"] = "cancelled"
+            raise
+        finally:
+            timeline["total_ms"] = round((time.monotonic() - received) * 1000, 1)
+        timeline.setdefault("outcome", "served" if suggestion else "empty")
+        return suggestion
+
+    async def _suggest(
+        self, query: Query, settings: Settings, seq: int, received: float, timeline: dict[str, Any]
+    ) -> Suggestion | None:
+        if not self.completer.ready:
+            timeline["outcome"] = "model_error" if self.completer.load_error else "model_loading"
+            return None
+        if not query.invoked and settings.debounce_ms:
+            await asyncio.sleep(settings.debounce_ms / 1000)
+            if not self._newest(query.key, seq):
+                timeline["outcome"] = "superseded"
+                return None
+        deadline = received + settings.deadline_ms / 1000
+        text, offset = window(query.text, query.offset, settings.prefix_tokens, settings.suffix_tokens)
+        t0 = time.monotonic()
+        context = await self.index.context_for(
+            query.path, text[:offset], text[offset:], min(_CONTEXT_TIMEOUT_S, max(0.0, deadline - t0))
+        )
+        timeline["context_ms"] = round((time.monotonic() - t0) * 1000, 1)
+        timeline["context_files"] = len(context)
+        if not self._newest(query.key, seq):
+            timeline["outcome"] = "superseded"
+            return None
+        request = CompletionRequest(
+            text=text,
+            offset=offset,
+            path=query.path,
+            language=query.language,
+            max_tokens=settings.max_tokens,
+            multiline=settings.multiline_flag,
+            context_files=context,
+            prefix_budget=settings.prefix_tokens,
+            suffix_budget=settings.suffix_tokens,
+        )
+        job = self.completer.submit(request, key=query.key)
+        result = await self._await(job, deadline, timeline)
+        timeline["engine"] = dict(self.completer.last)
+        return self._interpret(result, job, received, timeline)
+
+    async def _await(
+        self, job: Job[CompletionResult], deadline: float, timeline: dict[str, Any]
+    ) -> CompletionResult | None:
+        """Wait for ``job`` until ``deadline``; then stop it and take what it has.
+
+        A loop future mirrors the job's future (not ``asyncio.wrap_future``, whose cancellation
+        would cancel the concurrent future behind the worker's back).
+        """
+        loop = asyncio.get_running_loop()
+        mirror: asyncio.Future[CompletionResult] = loop.create_future()
+
+        def transfer(src: Any) -> None:
+            if mirror.done():
+                return
+            if src.cancelled():
+                mirror.set_exception(Cancelled("cancelled"))
+            elif (exc := src.exception()) is not None:
+                mirror.set_exception(exc)
+            else:
+                mirror.set_result(src.result())
+
+        job.future.add_done_callback(lambda f: loop.call_soon_threadsafe(transfer, f))
+        try:
+            try:
+                return await asyncio.wait_for(asyncio.shield(mirror), max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                timeline["deadline_hit"] = True
+                job.cancel.cancel("deadline")
+                return await mirror
+        except asyncio.CancelledError:
+            self.completer.cancel(job)  # $/cancelRequest: stop within one token
+            raise
+        except Cancelled:
+            timeline["outcome"] = "superseded"
+            return None
+        except FimbleError as err:
+            log.warning("completion failed: %s", err)
+            timeline["outcome"] = "error"
+            timeline["error"] = str(err)
+            return None
+
+    def _interpret(
+        self, result: CompletionResult | None, job: Job[Any], received: float, timeline: dict[str, Any]
+    ) -> Suggestion | None:
+        if result is None:
+            return None
+        text, partial = result.text, False
+        if result.stop_reason == "cancelled":
+            if job.cancel.reason != "deadline":
+                timeline["outcome"] = "superseded"
+                return None
+            text, partial = whole_lines(text), True
+        if not text.strip():
+            return None
+        latency = (time.monotonic() - received) * 1000
+        timeline["chars"] = len(text)
+        return Suggestion(
+            id=uuid.uuid4().hex[:16],
+            text=text,
+            multiline=result.multiline,
+            stop_reason=result.stop_reason,
+            partial=partial,
+            latency_ms=round(latency, 1),
+        )

@@ -1,0 +1,123 @@
+"""The server's view of the workspace index: a small interface the indexer will implement.
+
+The server only tells the index what changed (roots, saved and watched files) and asks it for
+context snippets; it never waits for it on the event loop. ``IndexRunner`` calls the index on its
+own threads (one for updates, one for retrieval with a deadline), so a slow or failing index costs
+a completion its cross-file context, never the completion itself.
+
+Until ``fimble.indexer`` provides an implementation, ``NullIndex`` does nothing; ``default_index``
+is the one place that will construct the real one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Protocol
+
+__all__ = ["IndexRunner", "NullIndex", "Progress", "WorkspaceIndex", "default_index"]
+
+log = logging.getLogger(__name__)
+
+# (done, total, message) while reindexing; total 0 when unknown.
+Progress = Callable[[int, int, str], None]
+# (path, text, reason) as ``CompletionRequest.context_files`` takes them.
+Snippet = tuple[str, str, str]
+
+
+class WorkspaceIndex(Protocol):
+    def configure(self, roots: Sequence[Path], exclude: Sequence[str]) -> None:
+        """The workspace folders to index and extra glob patterns to skip (replaces earlier ones)."""
+
+    def on_file_changed(self, path: Path, text: str | None) -> None:
+        """A file was saved or changed on disk: ``text`` is its content when the editor has it,
+        None when the index should read the file (which may have been deleted)."""
+
+    def reindex(self, progress: Progress) -> dict[str, object]:
+        """Rebuild the index from scratch (blocking; runs on the index thread)."""
+
+    def context_for(self, path: str | None, prefix: str, suffix: str) -> Sequence[Snippet]:
+        """Snippets from other files worth putting in the prompt, best last."""
+
+    def stats(self) -> dict[str, object]:
+        """Numbers for ``fimble.status`` (files, chunks, state)."""
+
+
+class NullIndex:
+    """No index: no context, nothing to rebuild."""
+
+    def configure(self, roots: Sequence[Path], exclude: Sequence[str]) -> None:
+        self._roots = [str(r) for r in roots]
+
+    def on_file_changed(self, path: Path, text: str | None) -> None:
+        return None
+
+    def reindex(self, progress: Progress) -> dict[str, object]:
+        progress(0, 0, "no index available yet")
+        return {"files": 0}
+
+    def context_for(self, path: str | None, prefix: str, suffix: str) -> Sequence[Snippet]:
+        return ()
+
+    def stats(self) -> dict[str, object]:
+        return {"state": "none", "roots": getattr(self, "_roots", [])}
+
+
+def default_index() -> WorkspaceIndex:
+    """The index the server uses; the indexer issue replaces this with ``fimble.indexer``'s."""
+    return NullIndex()
+
+
+class IndexRunner:
+    """Runs a ``WorkspaceIndex`` off the event loop: updates in order, retrieval with a deadline."""
+
+    def __init__(self, index: WorkspaceIndex) -> None:
+        self.index = index
+        self._updates = ThreadPoolExecutor(1, thread_name_prefix="fimble-index")
+        self._reads = ThreadPoolExecutor(1, thread_name_prefix="fimble-retrieve")
+
+    def _call(self, fn: Callable[..., object], *args: object) -> None:
+        def run() -> None:
+            try:
+                fn(*args)
+            except Exception:
+                log.exception("index %s failed", getattr(fn, "__name__", fn))
+
+        self._updates.submit(run)
+
+    def configure(self, roots: Sequence[Path], exclude: Sequence[str]) -> None:
+        self._call(self.index.configure, list(roots), list(exclude))
+
+    def file_changed(self, path: Path, text: str | None) -> None:
+        self._call(self.index.on_file_changed, path, text)
+
+    async def reindex(self, progress: Progress) -> dict[str, object]:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._updates, self.index.reindex, progress)
+
+    async def context_for(
+        self, path: str | None, prefix: str, suffix: str, timeout: float
+    ) -> tuple[Snippet, ...]:
+        """Context snippets, or none when the index fails or takes longer than ``timeout``."""
+        loop = asyncio.get_running_loop()
+        fut = loop.run_in_executor(self._reads, self.index.context_for, path, prefix, suffix)
+        try:
+            return tuple(await asyncio.wait_for(fut, timeout))
+        except TimeoutError:
+            log.info("index context took longer than %.0f ms; completing without it", timeout * 1000)
+        except Exception:
+            log.exception("index context failed; completing without it")
+        return ()
+
+    def stats(self) -> dict[str, object]:
+        try:
+            return dict(self.index.stats())
+        except Exception as err:
+            return {"state": "error", "error": str(err)}
+
+    def close(self) -> None:
+        self._updates.shutdown(wait=False, cancel_futures=True)
+        self._reads.shutdown(wait=False, cancel_futures=True)
