@@ -10,7 +10,8 @@ from fimble.commands.complete import complete
 from fimble.commands.doctor import doctor
 from fimble.commands.index import index
 from fimble.commands.models import models
+from fimble.commands.serve import serve
 
 __all__ = ["COMMANDS"]
 
-COMMANDS = [models, doctor, complete, index]
+COMMANDS = [models, doctor, complete, index, serve]
