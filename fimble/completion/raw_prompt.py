@@ -102,6 +102,7 @@ def _split_fim(prompt: str) -> tuple[str, str, str, str, str] | None:
             prefix = prompt[pre[0] + len(pre[1]) : mid[0]]
         if family.name == "codellama":  # "<PRE> {prefix} <SUF>{suffix} <MID>"
             prefix = prefix[1:] if prefix.startswith(" ") else prefix
+            prefix = prefix[:-1] if prefix.endswith(" ") else prefix
             suffix = suffix[:-1] if suffix.endswith(" ") else suffix
         return family.name, head, prefix, suffix, middle
     return None

@@ -144,20 +144,32 @@ def _plan_fim(raw: RawPrompt, opts: GenerationOptions, checks: list[StopCheck]) 
         prefix_budget, suffix_budget = opts.prefix_budget, opts.suffix_budget
         if prefix_budget + suffix_budget > room:  # a small context: keep the 3:1 split within it
             prefix_budget, suffix_budget = room * 3 // 4, room // 4
-        files, dropped = _fit_files(engine, raw.files, room - prefix_budget - suffix_budget)
+        files_budget = max(0, room - prefix_budget - suffix_budget)
+        files, dropped = _fit_files(engine, raw.files, files_budget)
         info.update(files_used=len(files), files_dropped=dropped)
-        prompt = build_prompt(
-            engine.tokenize,
-            engine.fim,
-            prefix,
-            suffix,
-            path=raw.path,
-            repo=raw.repo,
-            files=files,
-            prefix_budget=prefix_budget,
-            suffix_budget=suffix_budget,
-        )
-        return prompt.tokens
+        pre, suf = prefix, suffix
+        for _ in range(64):
+            tokens = build_prompt(
+                engine.tokenize,
+                engine.fim,
+                pre,
+                suf,
+                path=raw.path,
+                repo=raw.repo,
+                files=files,
+                prefix_budget=prefix_budget,
+                suffix_budget=suffix_budget,
+                context_budget=files_budget,
+            ).tokens
+            if len(tokens) <= room + 64:
+                return tokens
+            # One huge line (minified code) defeats line-based budgets: halve the longer side.
+            info["truncated"] = True
+            if len(pre) >= len(suf):
+                pre = pre[len(pre) // 2 :]
+            else:
+                suf = suf[: len(suf) // 2]
+        return tokens
 
     def final(text: str) -> str:
         hit = stop_string_hit(text, stops)
