@@ -1,0 +1,187 @@
+"""The suggester on plain values: windows, selected items, supersede, deadline, cancel, debounce.
+
+A stub stands in for the shared completer (one module's unit test); the real engine path is covered
+by the LSP tests in tests/server/lsp.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from fimble.completion.cancel import CancelToken
+from fimble.completion.engine import Generation
+from fimble.completion.service import CompletionRequest, CompletionResult
+from fimble.completion.worker import Job
+from fimble.errors import Cancelled
+from fimble.server.settings import Settings
+from fimble.server.suggest import Query, Suggester, apply_selected, mid_word, whole_lines, window
+from fimble.server.workspace_index import IndexRunner, NullIndex
+
+
+def _result(text: str, stop: str = "eog") -> CompletionResult:
+    gen = Generation(text, (), stop, 10, 10, 0, 1.0, 1.0)
+    return CompletionResult(text=text, multiline="\n" in text, generation=gen, parts=())
+
+
+class StubCompleter:
+    """Answers each job when the test says so; supersedes by key like the engine worker."""
+
+    def __init__(self, ready: bool = True) -> None:
+        self.ready = ready
+        self.load_error: Exception | None = None
+        self.jobs: list[tuple[CompletionRequest, Job[Any]]] = []
+        self.cancelled: list[Job[Any]] = []
+        self.last: dict[str, object] = {}
+        self.model = "stub"
+
+    def submit(self, request: CompletionRequest, key: str | None = None) -> Job[CompletionResult]:
+        for _, old in self.jobs:
+            if old.key == key and not old.future.done():
+                old.cancel.cancel("superseded")
+        job: Job[CompletionResult] = Job(lambda e, c: None, key)  # type: ignore[arg-type,return-value]
+        self.jobs.append((request, job))
+        return job
+
+    def cancel(self, job: Job[Any]) -> None:
+        job.cancel.cancel("cancelled")
+        self.cancelled.append(job)
+
+
+def _suggester(stub: StubCompleter) -> Suggester:
+    return Suggester(stub, IndexRunner(NullIndex()))  # type: ignore[arg-type]
+
+
+async def _until(predicate: Any) -> None:
+    for _ in range(200):
+        if predicate():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("condition not reached")
+
+
+def test_window_cuts_at_line_boundaries_and_keeps_the_cursor() -> None:
+    text = "".join(f"line {i}\n" for i in range(1000))
+    offset = text.index("line 500") + 4
+    part, at = window(text, offset, prefix_tokens=10, suffix_tokens=5)
+    assert part[at:].startswith(" 500")
+    assert part.startswith("line ") and part.endswith(("\n", "")) and len(part) < 200
+    assert text[offset - at : offset - at + len(part)] == part
+    assert window("short", 2, 100, 100) == ("short", 2)
+
+
+def test_selected_item_is_applied_before_completing() -> None:
+    text = "obj.ap\nrest"
+    assert apply_selected(text, 6, 4, 6, "append") == ("obj.append\nrest", 10)
+    assert mid_word("foo(bar)", 4) and not mid_word("foo()", 4) and not mid_word("x", 1)
+
+
+def test_whole_lines_keeps_only_finished_lines() -> None:
+    assert whole_lines("a = 1\nb = 2\nc = ") == "a = 1\nb = 2"
+    assert whole_lines("unfinished") == ""
+    assert whole_lines("\n    x = 1\n    y") == "\n    x = 1"
+
+
+async def test_empty_until_the_model_is_ready() -> None:
+    stub = StubCompleter(ready=False)
+    s = _suggester(stub)
+    assert await s.suggest(Query("u", "x = ", 4), Settings()) is None
+    assert s.last["outcome"] == "model_loading" and not stub.jobs
+
+
+async def test_serves_the_engine_text_with_an_id() -> None:
+    stub = StubCompleter()
+    s = _suggester(stub)
+    task = asyncio.ensure_future(s.suggest(Query("u", "x = ", 4, invoked=True), Settings(max_tokens=7)))
+    await _until(lambda: stub.jobs)
+    request, job = stub.jobs[0]
+    assert (request.max_tokens, request.text, request.offset) == (7, "x = ", 4)
+    job.future.set_result(_result("1"))
+    suggestion = await task
+    assert suggestion is not None and suggestion.text == "1" and len(suggestion.id) == 16
+    assert s.last["outcome"] == "served"
+
+
+async def test_a_newer_request_supersedes_the_running_one() -> None:
+    stub = StubCompleter()
+    s = _suggester(stub)
+    first = asyncio.ensure_future(s.suggest(Query("u", "a", 1), Settings()))
+    await _until(lambda: len(stub.jobs) == 1)
+    second = asyncio.ensure_future(s.suggest(Query("u", "ab", 2), Settings()))
+    await _until(lambda: len(stub.jobs) == 2)
+    old, new = stub.jobs[0][1], stub.jobs[1][1]
+    assert old.cancel.reason == "superseded"
+    old.future.set_result(_result("partial", stop="cancelled"))
+    new.future.set_result(_result("c = 1"))
+    assert await first is None
+    assert (await second).text == "c = 1"  # type: ignore[union-attr]
+
+
+async def test_superseded_while_queued_is_empty() -> None:
+    stub = StubCompleter()
+    s = _suggester(stub)
+    task = asyncio.ensure_future(s.suggest(Query("u", "a", 1), Settings()))
+    await _until(lambda: stub.jobs)
+    stub.jobs[0][1].future.set_exception(Cancelled("superseded by a newer request"))
+    assert await task is None
+
+
+async def test_deadline_returns_the_whole_lines_generated_so_far() -> None:
+    stub = StubCompleter()
+    s = _suggester(stub)
+    task = asyncio.ensure_future(s.suggest(Query("u", "def f():\n    ", 13), Settings(deadline_ms=50)))
+    await _until(lambda: stub.jobs and stub.jobs[0][1].cancel.cancelled)
+    job = stub.jobs[0][1]
+    assert job.cancel.reason == "deadline"
+    job.future.set_result(_result("x = 1\n    y = 2\n    return x +", stop="cancelled"))
+    suggestion = await task
+    assert suggestion is not None and suggestion.partial
+    assert suggestion.text == "x = 1\n    y = 2"
+
+
+async def test_deadline_with_no_whole_line_is_empty() -> None:
+    stub = StubCompleter()
+    s = _suggester(stub)
+    task = asyncio.ensure_future(s.suggest(Query("u", "x = ", 4), Settings(deadline_ms=50)))
+    await _until(lambda: stub.jobs and stub.jobs[0][1].cancel.cancelled)
+    stub.jobs[0][1].future.set_result(_result("compute(", stop="cancelled"))
+    assert await task is None
+
+
+async def test_client_cancel_stops_the_job_and_propagates() -> None:
+    stub = StubCompleter()
+    s = _suggester(stub)
+    task = asyncio.ensure_future(s.suggest(Query("u", "x", 1), Settings()))
+    await _until(lambda: stub.jobs)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    job = stub.jobs[0][1]
+    assert stub.cancelled == [job] and job.cancel.cancelled
+    assert s.last["outcome"] == "cancelled"
+
+
+async def test_debounce_drops_requests_overtaken_while_waiting() -> None:
+    stub = StubCompleter()
+    s = _suggester(stub)
+    settings = Settings(debounce_ms=40)
+    first = asyncio.ensure_future(s.suggest(Query("u", "a", 1), settings))
+    await asyncio.sleep(0.01)
+    second = asyncio.ensure_future(s.suggest(Query("u", "ab", 2), settings))
+    await _until(lambda: stub.jobs)
+    assert await first is None
+    stub.jobs[0][1].future.set_result(_result("c"))
+    assert (await second).text == "c"  # type: ignore[union-attr]
+    assert len(stub.jobs) == 1  # the overtaken request never reached the engine
+
+
+async def test_invoked_requests_skip_the_debounce() -> None:
+    stub = StubCompleter()
+    s = _suggester(stub)
+    task = asyncio.ensure_future(s.suggest(Query("u", "a", 1, invoked=True), Settings(debounce_ms=5000)))
+    await _until(lambda: stub.jobs)
+    stub.jobs[0][1].future.set_result(_result("b"))
+    assert (await task) is not None
+    assert isinstance(stub.jobs[0][1].cancel, CancelToken)
