@@ -129,7 +129,7 @@ class LiveServer:
         self.sock.close()
 
     def client(self, **kwargs: Any) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=kwargs.pop("timeout", 30), **kwargs)
+        return httpx.Client(base_url=self.url, timeout=kwargs.pop("timeout", 180), **kwargs)
 
 
 @dataclass
@@ -179,4 +179,17 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
     return predicate()
 
 
-__all__ = ["Cancelled", "FakeEngine", "LiveServer", "Served", "wait_for"]
+__all__ = ["Cancelled", "FakeEngine", "LiveServer", "Served", "serve_model", "wait_for"]
+
+
+def serve_model(settings: HttpSettings | None = None) -> Iterator[Served]:
+    """The real small model behind a live server (use from a module-scoped fixture: one load each)."""
+    from tests.model_paths import SMALL, model_path
+
+    model_path(SMALL)  # fails with the fix if `make models` was skipped
+    completer = Completer(SMALL, threads=0, n_ctx=4096)
+    assert completer.wait_ready(120), completer.load_error
+    assert completer.load_error is None, completer.load_error
+    with LiveServer(create_app(completer, settings or HttpSettings())) as live:
+        yield Served(live, completer, completer.worker.engine)
+    completer.close()
