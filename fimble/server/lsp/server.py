@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Generator
 from pathlib import Path
 from typing import Any
 
+from cattrs import transform_error
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
@@ -103,7 +104,7 @@ class FimbleProtocol(LanguageServerProtocol):
             return super().structure_message(data)
         except JsonRpcException as err:
             if "id" in data and "method" in data:
-                message = f"invalid params for {data['method']}: {err.__cause__ or err}"
+                message = f"invalid params for {data['method']}: {_describe(err.__cause__ or err)}"
                 self._send_response(data["id"], error=JsonRpcInvalidParams(message).to_response_error())
                 return _Rejected()
             raise
@@ -112,6 +113,14 @@ class FimbleProtocol(LanguageServerProtocol):
         if isinstance(message, _Rejected):
             return
         super().handle_message(message)
+
+
+def _describe(error: BaseException) -> str:
+    """cattrs' validation errors as short paths ("invalid value @ $.params.position")."""
+    try:
+        return "; ".join(transform_error(error))  # type: ignore[arg-type]
+    except Exception:
+        return str(error)
 
 
 class FimbleServer(LanguageServer):
@@ -148,7 +157,29 @@ class FimbleServer(LanguageServer):
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """Log errors instead of a generic showMessage; user-facing problems are told by handlers."""
-        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+        level = logging.INFO if _expected(error) else logging.ERROR
+        log.log(level, "request failed (%s): %s", getattr(source, "__name__", source), error)
+
+
+_EXPECTED_CODES = {-32602, -32800, -32803}  # invalid params, cancelled, request failed: the client's doing
+
+
+def _expected(error: BaseException | None) -> bool:
+    return isinstance(error, JsonRpcException) and error.code in _EXPECTED_CODES
+
+
+class _QuietExpected(logging.Filter):
+    """pygls logs a traceback for every error response; for errors the client caused, one line will do."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and _expected(record.exc_info[1]):
+            record.exc_info = None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            return logging.getLogger(record.name).isEnabledFor(logging.INFO)
+        return True
+
+
+logging.getLogger("pygls.protocol.json_rpc").addFilter(_QuietExpected())
 
 
 def create_server(ctx: ServeContext, on_exit: Callable[[int], None] | None = None) -> FimbleServer:
