@@ -1,9 +1,9 @@
 """Copilot-style acceptance notifications: textDocument/didShowCompletion and
 textDocument/didPartiallyAcceptCompletion. Logged locally (``fimble.server.acceptance``), never sent.
 
-lsprotocol does not know these methods, so params arrive as plain JSON objects:
-``{"item": InlineCompletionItem}`` and ``{"item": ..., "acceptedLength": n}``. The suggestion id is
-the argument of the item's ``fimble.accept`` command.
+lsprotocol does not know these methods, so pygls hands their params over as nested namedtuples (or
+dicts): ``{"item": InlineCompletionItem}`` and ``{"item": ..., "acceptedLength": n}``. The suggestion
+id is the argument of the item's ``fimble.accept`` command.
 """
 
 from __future__ import annotations
@@ -19,11 +19,13 @@ DID_SHOW = "textDocument/didShowCompletion"
 DID_PARTIALLY_ACCEPT = "textDocument/didPartiallyAcceptCompletion"
 
 
+def _get(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+
 def suggestion_id(params: Any) -> str | None:
-    item = params.get("item") if isinstance(params, dict) else None
-    command = item.get("command") if isinstance(item, dict) else None
-    args = command.get("arguments") if isinstance(command, dict) else None
-    if isinstance(args, list) and args and isinstance(args[0], str):
+    args = _get(_get(_get(params, "item"), "command"), "arguments")
+    if isinstance(args, list | tuple) and args and isinstance(args[0], str):
         return args[0]
     return None
 
@@ -41,5 +43,5 @@ def register(server: FimbleServer) -> None:
 
     @server.feature(DID_PARTIALLY_ACCEPT)
     def did_partially_accept(params: Any) -> None:
-        length = params.get("acceptedLength") if isinstance(params, dict) else None
+        length = _get(params, "acceptedLength")
         log_event("partial", params, accepted_chars=length if isinstance(length, int) else None)

@@ -59,17 +59,19 @@ def status(ls: FimbleServer) -> dict[str, Any]:
         "documents": len(ls.documents),
         "roots": [str(r) for r in ls.roots],
         "position_encoding": ls.encoding.value,
-        "settings": asdict(ls.settings),
+        "settings": {**asdict(ls.settings), "languages": dict(ls.settings.languages)},
     }
 
 
 def register(server: FimbleServer) -> None:
+    # Handlers take only ``*args: Any``: pygls passes the server to a first parameter named ``ls`` or
+    # annotated with a superclass of the server (``object`` included), and arguments follow.
     @server.command("fimble.status")
-    def fimble_status(*args: object) -> dict[str, Any]:
+    def fimble_status(*args: Any) -> dict[str, Any]:
         return status(server)
 
     @server.command("fimble.toggle")
-    def fimble_toggle(*args: object) -> dict[str, Any]:
+    def fimble_toggle(*args: Any) -> dict[str, Any]:
         """Flip automatic suggestions (or set them with a true/false argument)."""
         server.enabled = args[0] if args and isinstance(args[0], bool) else not server.enabled
         message = f"fimble: automatic suggestions {'on' if server.enabled else 'off'}"
@@ -77,7 +79,7 @@ def register(server: FimbleServer) -> None:
         return {"enabled": server.enabled}
 
     @server.command("fimble.reindex")
-    async def fimble_reindex(*args: object) -> dict[str, Any]:
+    async def fimble_reindex(*args: Any) -> dict[str, Any]:
         progress = WorkDone(server, "fimble: indexing")
         await progress.begin("starting")
         loop = asyncio.get_running_loop()
@@ -96,7 +98,7 @@ def register(server: FimbleServer) -> None:
         return {"index": result}
 
     @server.command("fimble.accept")
-    def fimble_accept(*args: object) -> None:
+    def fimble_accept(*args: Any) -> None:
         """Run by the client when the user accepts a suggestion (the item's ``command``)."""
         if args and isinstance(args[0], str) and (err := server.ctx.acceptance.event("accepted", args[0])):
             server.tell(str(err))
