@@ -26,7 +26,16 @@ from fimble.server.http.metrics import Metrics
 from fimble.server.http.runner import Runner
 from fimble.server.http.settings import HttpSettings
 
-__all__ = ["AppContext", "Endpoint", "error_body", "error_response", "error_schema", "wrap"]
+__all__ = [
+    "AppContext",
+    "Endpoint",
+    "error_body",
+    "error_response",
+    "error_schema",
+    "sse",
+    "sse_schema",
+    "wrap",
+]
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +123,19 @@ def error_schema(style: str) -> dict[str, Any]:
         inner["required"] = ["code", "message", "type"]
         inner["properties"]["code"] = {"type": "integer"}
     return {"type": "object", "required": ["error"], "properties": {"error": inner}}
+
+
+def sse_schema(event: dict[str, Any], style: str, done_marker: bool = False) -> dict[str, Any]:
+    """The schema of each server-sent event: JSON ``data`` that is an event or an error, or ``[DONE]``."""
+    payload = {"anyOf": [event, error_schema(style)]}
+    data: dict[str, Any] = {
+        "type": "string",
+        "contentMediaType": "application/json",
+        "contentSchema": payload,
+    }
+    if done_marker:
+        data = {"anyOf": [{"const": "[DONE]"}, data]}
+    return {"type": "object", "required": ["data"], "properties": {"data": data}}
 
 
 def sse(payload: Any) -> str:

@@ -19,7 +19,7 @@ from fimble.completion.raw_prompt import RawPrompt, parse_prompt
 from fimble.completion.raw_requests import GenerationOptions, RawPlan, plan_request
 from fimble.errors import Cancelled
 from fimble.server.http.body import Field, HttpError
-from fimble.server.http.context import AppContext, Endpoint, error_body, sse
+from fimble.server.http.context import AppContext, Endpoint, error_body, sse, sse_schema
 from fimble.server.http.runner import Finished
 
 __all__ = ["ENDPOINTS"]
@@ -191,7 +191,7 @@ _RESPONSES = {
         "description": "The result, or SSE events with `content` when `stream` is true",
         "content": {
             "application/json": {"schema": RESULT_SCHEMA},
-            "text/event-stream": {"schema": {"type": "string"}},
+            "text/event-stream": {"schema": sse_schema(RESULT_SCHEMA, "llamacpp")},
         },
     }
 }

@@ -23,7 +23,7 @@ from fimble.completion.raw_requests import GenerationOptions, plan_request
 from fimble.errors import Cancelled
 from fimble.models.fim_tokens import families
 from fimble.server.http.body import Field, HttpError, object_schema, parse_fields
-from fimble.server.http.context import AppContext, Endpoint, error_body
+from fimble.server.http.context import AppContext, Endpoint, error_body, error_schema
 from fimble.server.http.runner import Finished
 
 __all__ = ["ENDPOINTS", "fim_template", "ollama_name"]
@@ -284,7 +284,7 @@ ENDPOINTS = (
                 "description": "The result, or NDJSON lines unless `stream` is false",
                 "content": {
                     "application/json": {"schema": GENERATE_SCHEMA},
-                    "application/x-ndjson": {"schema": {"type": "string"}},
+                    "application/x-ndjson": {"schema": {"anyOf": [GENERATE_SCHEMA, error_schema("ollama")]}},
                 },
             }
         },

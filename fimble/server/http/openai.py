@@ -20,7 +20,7 @@ from fimble.completion.raw_prompt import parse_prompt
 from fimble.completion.raw_requests import GenerationOptions, plan_request
 from fimble.errors import Cancelled
 from fimble.server.http.body import Field, HttpError
-from fimble.server.http.context import AppContext, Endpoint, error_body, sse
+from fimble.server.http.context import AppContext, Endpoint, error_body, sse, sse_schema
 from fimble.server.http.runner import Finished
 
 __all__ = ["ENDPOINTS"]
@@ -63,6 +63,14 @@ COMPLETION_SCHEMA = {
         "model": {"type": "string"},
         "choices": {"type": "array", "items": _CHOICE},
         "usage": _USAGE,
+    },
+}
+# A streamed chunk: one choice with a text delta, or no choice and the usage (include_usage).
+CHUNK_SCHEMA = {
+    **COMPLETION_SCHEMA,
+    "properties": {
+        **COMPLETION_SCHEMA["properties"],
+        "choices": {"type": "array", "items": _CHOICE, "maxItems": 1},
     },
 }
 MODELS_SCHEMA = {
@@ -159,7 +167,7 @@ ENDPOINTS = (
                 "description": "The completion, or SSE chunks when `stream` is true",
                 "content": {
                     "application/json": {"schema": COMPLETION_SCHEMA},
-                    "text/event-stream": {"schema": {"type": "string"}},
+                    "text/event-stream": {"schema": sse_schema(CHUNK_SCHEMA, "openai", done_marker=True)},
                 },
             }
         },
