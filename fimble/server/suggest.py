@@ -116,7 +116,10 @@ class Suggester:
     async def suggest(self, query: Query, settings: Settings) -> Suggestion | None:
         seq = self._seq[query.key] = self._seq.get(query.key, 0) + 1
         received = query.received or time.monotonic()
-        timeline: dict[str, Any] = {"uri": query.key, "trigger": "invoked" if query.invoked else "automatic"}
+        timeline: dict[str, Any] = {
+            "path": query.path,
+            "trigger": "invoked" if query.invoked else "automatic",
+        }
         self.last = timeline
         try:
             suggestion = await self._suggest(query, settings, seq, received, timeline)

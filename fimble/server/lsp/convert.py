@@ -79,7 +79,7 @@ def lsp_range(ls: FimbleServer, doc: Document, start: int, end: int) -> types.Ra
 
 def query_for(ls: FimbleServer, doc: Document, text: str, offset: int, invoked: bool) -> Query:
     return Query(
-        key=doc.uri,
+        key=f"{ls.connection_id} {doc.uri}",
         text=text,
         offset=offset,
         path=prompt_path(ls.roots, doc.uri),

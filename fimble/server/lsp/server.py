@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Awaitable, Callable, Generator
 from pathlib import Path
 from typing import Any
@@ -129,6 +130,8 @@ class FimbleServer(LanguageServer):
     def __init__(self, ctx: ServeContext, on_exit: Callable[[int], None] | None = None) -> None:
         super().__init__("fimble", __version__, protocol_cls=FimbleProtocol)
         self.ctx = ctx
+        # Jobs are keyed by connection and document: clients sharing the model never supersede each other.
+        self.connection_id = uuid.uuid4().hex[:8]
         self.documents = Documents()
         self.encoding = Encoding.UTF16
         self.raw_settings: dict[str, Any] = {}

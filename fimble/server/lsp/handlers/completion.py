@@ -43,18 +43,27 @@ def _label(word: str, suggestion: str) -> str:
     return (label[:_LABEL_CHARS].rstrip() + "…") if more else label
 
 
+def _documentation(ls: FimbleServer, language: str, text: str) -> types.MarkupContent:
+    """The full suggestion, as markdown when the client renders it (its documentationFormat)."""
+    td = ls.client_capabilities.text_document
+    item_caps = td.completion.completion_item if td and td.completion else None
+    formats = (item_caps.documentation_format if item_caps else None) or []
+    if types.MarkupKind.Markdown in formats:
+        return types.MarkupContent(kind=types.MarkupKind.Markdown, value=f"```{language}\n{text}\n```")
+    return types.MarkupContent(kind=types.MarkupKind.PlainText, value=text)
+
+
 def to_item(ls: FimbleServer, doc: Document, offset: int, suggestion: Suggestion) -> types.CompletionItem:
     start = word_start(doc.text, offset)
     word = doc.text[start:offset]
     new_text = word + suggestion.text
     line = doc.text[:offset].rsplit("\n", 1)[-1]
-    preview = f"```{(doc.language_id or '').lower()}\n{line}{suggestion.text}\n```"
     return types.CompletionItem(
         label=_label(word, suggestion.text),
         label_details=types.CompletionItemLabelDetails(description="fimble"),
         kind=types.CompletionItemKind.Text,
         detail="fimble suggestion" + (" (several lines)" if "\n" in suggestion.text else ""),
-        documentation=types.MarkupContent(kind=types.MarkupKind.Markdown, value=preview),
+        documentation=_documentation(ls, (doc.language_id or "").lower(), line + suggestion.text),
         sort_text="!fimble",  # before letters and digits: listed first
         filter_text=new_text,
         insert_text_format=types.InsertTextFormat.PlainText,
