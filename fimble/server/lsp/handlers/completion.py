@@ -43,14 +43,14 @@ def _label(word: str, suggestion: str) -> str:
     return (label[:_LABEL_CHARS].rstrip() + "…") if more else label
 
 
-def _documentation(ls: FimbleServer, language: str, text: str) -> types.MarkupContent:
+def _documentation(ls: FimbleServer, language: str, text: str) -> types.MarkupContent | str:
     """The full suggestion, as markdown when the client renders it (its documentationFormat)."""
     td = ls.client_capabilities.text_document
     item_caps = td.completion.completion_item if td and td.completion else None
     formats = (item_caps.documentation_format if item_caps else None) or []
     if types.MarkupKind.Markdown in formats:
         return types.MarkupContent(kind=types.MarkupKind.Markdown, value=f"```{language}\n{text}\n```")
-    return types.MarkupContent(kind=types.MarkupKind.PlainText, value=text)
+    return text
 
 
 def to_item(ls: FimbleServer, doc: Document, offset: int, suggestion: Suggestion) -> types.CompletionItem:
