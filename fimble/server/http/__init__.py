@@ -16,6 +16,7 @@ from typing import Any
 
 from fimble.completion.completer import Completer
 from fimble.server.http.app import create_app
+from fimble.server.http.context import ContextSource
 from fimble.server.http.settings import HttpSettings, is_loopback, settings_from_options
 
 __all__ = ["HttpSettings", "create_app", "serve_http"]
@@ -29,6 +30,7 @@ async def serve_http(
     port: int,
     api_key: str | None = None,
     *,
+    index: ContextSource | None = None,
     handle_signals: bool = True,
     log_level: str = "warning",
     **options: Any,
@@ -37,7 +39,8 @@ async def serve_http(
 
     ``api_key`` falls back to ``FIMBLE_API_KEY``. ``options`` are ``HttpSettings`` fields
     (``max_queue``, ``max_body_bytes``, ``max_tokens_cap``, ``cors_origins``, ...); an unknown one is a
-    ``ConfigError``. Binding anything but loopback without a key warns on stderr (never stdout: the
+    ``ConfigError``. ``index`` (the process's ``IndexRunner``) adds fimble's repository context to
+    every FIM request. Binding anything but loopback without a key warns on stderr (never stdout: the
     LSP may own it). Pass ``handle_signals=False`` when the caller owns signal handling.
     """
     import uvicorn
@@ -50,7 +53,7 @@ async def serve_http(
         )
         print(message, file=sys.stderr)
         log.warning(message)
-    app = create_app(completer, settings)
+    app = create_app(completer, settings, index=index)
     config = uvicorn.Config(
         app,
         host=host,

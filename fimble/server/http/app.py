@@ -22,7 +22,7 @@ from starlette.routing import Route
 
 from fimble.completion.completer import Completer
 from fimble.server.http import health, llamacpp, ollama, openai
-from fimble.server.http.context import AppContext, Endpoint, error_body, wrap
+from fimble.server.http.context import AppContext, ContextSource, Endpoint, error_body, wrap
 from fimble.server.http.metrics import Metrics, MetricsMiddleware
 from fimble.server.http.openapi import openapi_document
 from fimble.server.http.runner import Gate, Runner
@@ -95,16 +95,21 @@ async def _server_error(request: Request, exc: Exception) -> Response:
 
 
 def create_app(
-    completer: Completer, settings: HttpSettings | None = None, endpoints: Iterable[Endpoint] = ENDPOINTS
+    completer: Completer,
+    settings: HttpSettings | None = None,
+    *,
+    index: ContextSource | None = None,
+    endpoints: Iterable[Endpoint] = ENDPOINTS,
 ) -> Starlette:
-    """The HTTP front door over ``completer`` (which the caller owns and closes)."""
+    """The HTTP front door over ``completer`` (which the caller owns and closes); ``index`` adds
+    fimble's repository context to every FIM request."""
     settings = settings or HttpSettings()
     endpoints = tuple(endpoints)
     gate = Gate(settings.max_queue)
     runner = Runner(completer, gate, settings.retry_after_s)
     metrics = Metrics(completer, gate)
     runner.on_finished = metrics.observe_generation
-    ctx = AppContext(completer=completer, settings=settings, runner=runner, metrics=metrics)
+    ctx = AppContext(completer=completer, settings=settings, runner=runner, metrics=metrics, index=index)
     schema = json.dumps(openapi_document(endpoints, secured=settings.api_key is not None))
 
     async def openapi_json(request: Request) -> Response:

@@ -8,18 +8,20 @@ drift from the routes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from fimble.completion.completer import Completer
+from fimble.completion.raw_prompt import RawPrompt
 from fimble.errors import Cancelled
 from fimble.server.http.body import Field, HttpError, parse_fields, read_json
 from fimble.server.http.metrics import Metrics
@@ -42,12 +44,23 @@ log = logging.getLogger(__name__)
 Handler = Callable[[Request, "AppContext"], Awaitable[Response]]
 
 
+class ContextSource(Protocol):
+    """fimble's workspace index as the server sees it (``fimble.server.workspace_index.IndexRunner``)."""
+
+    async def context_for(
+        self, path: str | None, prefix: str, suffix: str, timeout: float
+    ) -> Sequence[tuple[str, str, str]]:
+        """Snippets (path, text, reason) from other files, best last; () when slow or failing."""
+        ...
+
+
 @dataclass
 class AppContext:
     completer: Completer
     settings: HttpSettings
     runner: Runner
     metrics: Metrics
+    index: ContextSource | None = None
     started: float = field(default_factory=time.time)
 
     @property
@@ -82,6 +95,22 @@ class AppContext:
 
     async def body(self, request: Request, fields: tuple[Field, ...]) -> dict[str, Any]:
         return parse_fields(await read_json(request, self.settings.max_body_bytes), fields)
+
+    async def with_repository_context(self, raw: RawPrompt) -> RawPrompt:
+        """Add fimble's own snippets for the cursor to what the client sent (ours last: they are
+        kept first when the context budget is short). Failed or slow retrieval adds nothing."""
+        if self.index is None or not raw.fim:
+            return raw
+        try:
+            found = await self.index.context_for(
+                raw.path, raw.prefix, raw.suffix, self.settings.context_timeout_s
+            )
+        except Exception:
+            log.exception("repository context failed; completing with the client's context only")
+            return raw
+        seen = {(p, t) for p, t, _ in raw.files}
+        extra = tuple(f for f in found if (f[0], f[1]) not in seen)
+        return dataclasses.replace(raw, files=raw.files + extra) if extra else raw
 
 
 @dataclass(frozen=True)

@@ -170,7 +170,8 @@ async def _answer(request: Request, ctx: AppContext, body: dict[str, Any], plan:
 
 async def completion(request: Request, ctx: AppContext) -> Response:
     body = await ctx.body(request, COMPLETION_FIELDS)
-    plan = plan_request(parse_prompt(body.get("prompt", "")), _options(ctx, body))
+    raw = await ctx.with_repository_context(parse_prompt(body.get("prompt", "")))
+    plan = plan_request(raw, _options(ctx, body))
     return await _answer(request, ctx, body, plan)
 
 
@@ -183,6 +184,7 @@ async def infill(request: Request, ctx: AppContext) -> Response:
         fim=True,
         files=files,
     )
+    raw = await ctx.with_repository_context(raw)
     return await _answer(request, ctx, body, plan_request(raw, _options(ctx, body)))
 
 

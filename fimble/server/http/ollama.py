@@ -216,7 +216,7 @@ async def generate(request: Request, ctx: AppContext) -> Response:
             }
         )
     plan = plan_request(
-        parse_prompt(prompt, suffix),
+        await ctx.with_repository_context(parse_prompt(prompt, suffix)),
         GenerationOptions(
             max_tokens=ctx.max_tokens(options.get("num_predict")), stop=options.get("stop", ())
         ),

@@ -117,7 +117,7 @@ def _chunk(cid: str, created: int, model: str, text: str, finish: str | None) ->
 async def completions(request: Request, ctx: AppContext) -> Response:
     body = await ctx.body(request, COMPLETION_FIELDS)
     prompt = body.get("prompt", "")
-    raw = parse_prompt(prompt, body.get("suffix"))
+    raw = await ctx.with_repository_context(parse_prompt(prompt, body.get("suffix")))
     opts = GenerationOptions(max_tokens=ctx.max_tokens(body.get("max_tokens", 16)), stop=body.get("stop", ()))
     plan = plan_request(raw, opts)
     cid = f"cmpl-{uuid.uuid4().hex[:24]}"

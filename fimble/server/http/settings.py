@@ -25,13 +25,17 @@ class HttpSettings:
     cors_origins: tuple[str, ...] = ()  # CORS is off unless origins are listed ("*" for any)
     retry_after_s: int = 2  # the Retry-After of 429 and loading 503 answers
     model_name: str | None = None  # the name reported to clients; None: the served model's name
-    disconnect_poll_s: float = 0.25  # how often a waiting request checks that its client is there
+    context_timeout_s: float = 0.15  # longest wait for fimble's repository context per request
 
     def __post_init__(self) -> None:
         for name in ("max_queue", "max_body_bytes", "max_tokens_cap", "default_max_tokens", "retry_after_s"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"HTTP setting {name} must be a positive integer, got {value!r}")
+        if not isinstance(self.context_timeout_s, (int, float)) or not 0 <= self.context_timeout_s <= 10:
+            raise ConfigError(
+                f"HTTP setting context_timeout_s must be 0..10 seconds, got {self.context_timeout_s!r}"
+            )
         if self.api_key is not None and not self.api_key.strip():
             raise ConfigError("the API key is empty; pass a non-empty --api-key or leave it unset")
 

@@ -154,13 +154,16 @@ def serve() -> Iterator[Callable[..., Served]]:
     started: list[tuple[LiveServer, Completer]] = []
 
     def make(
-        engine: Any | None = None, settings: HttpSettings | None = None, load: Callable[[], Any] | None = None
+        engine: Any | None = None,
+        settings: HttpSettings | None = None,
+        load: Callable[[], Any] | None = None,
+        index: Any | None = None,
     ) -> Served:
         engine = engine if engine is not None else FakeEngine()
         completer = Completer("fake-coder-1.5b", load=load or (lambda: engine))
         if load is None:
             assert completer.wait_ready(10)
-        live = LiveServer(create_app(completer, settings or HttpSettings())).__enter__()
+        live = LiveServer(create_app(completer, settings or HttpSettings(), index=index)).__enter__()
         started.append((live, completer))
         return Served(live, completer, engine)
 

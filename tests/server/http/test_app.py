@@ -12,6 +12,7 @@ import httpx
 from fimble.completion.engine import Engine
 from fimble.errors import ModelNotFound
 from fimble.server.http import HttpSettings
+from fimble.server.workspace_index import IndexRunner, NullIndex
 from tests.server.http.conftest import FakeEngine, wait_for
 
 CONTINUE_QWEN_PROMPT = (
@@ -291,3 +292,42 @@ def test_openapi_lists_every_endpoint(serve) -> None:
         "/metrics",
     ):
         assert path in doc["paths"], path
+
+
+class SnippetIndex(NullIndex):
+    """A workspace index that knows one definition (or fails, or is slow)."""
+
+    def __init__(self, fail: bool = False, delay: float = 0.0) -> None:
+        self.fail, self.delay, self.asked = fail, delay, []
+
+    def context_for(self, path, prefix, suffix):  # type: ignore[no-untyped-def]
+        self.asked.append(path)
+        time.sleep(self.delay)
+        if self.fail:
+            raise RuntimeError("index broke")
+        return [("src/math.ts", "export const PI = 3.14;\n", "definition of PI")]
+
+
+def test_repository_context_from_the_index_joins_the_clients_snippets(serve) -> None:
+    index = SnippetIndex()
+    served = serve(index=IndexRunner(index))
+    with served.client() as client:
+        assert (
+            client.post("/v1/completions", json={"prompt": CONTINUE_QWEN_PROMPT, "max_tokens": 4}).status_code
+            == 200
+        )
+    prompt = served.engine.prompts[-1]
+    assert index.asked == ["src/app.ts"]
+    assert (
+        prompt.index("<SEP>src/util.ts")
+        < prompt.index("<SEP>src/math.ts\nexport const PI")
+        < prompt.index("<PRE>")
+    )
+
+
+def test_failing_or_slow_index_costs_only_the_context(serve) -> None:
+    for index in (SnippetIndex(fail=True), SnippetIndex(delay=1.0)):
+        served = serve(index=IndexRunner(index), settings=HttpSettings(context_timeout_s=0.1))
+        with served.client() as client:
+            r = client.post("/infill", json={"input_prefix": "x = ", "input_suffix": "\n", "n_predict": 2})
+        assert r.status_code == 200 and "src/math.ts" not in served.engine.prompts[-1]
