@@ -19,7 +19,7 @@ from fimble.server.http.app import create_app
 from fimble.server.http.context import ContextSource
 from fimble.server.http.settings import HttpSettings, is_loopback, settings_from_options
 
-__all__ = ["HttpSettings", "create_app", "serve_http"]
+__all__ = ["HttpSettings", "create_app", "exposure_warning", "serve_http"]
 
 log = logging.getLogger(__name__)
 
@@ -46,13 +46,7 @@ async def serve_http(
     import uvicorn
 
     settings = settings_from_options(api_key or os.environ.get("FIMBLE_API_KEY") or None, options)
-    if not is_loopback(host) and settings.api_key is None:
-        message = (
-            f"fimble: warning: serving HTTP on {host}:{port} without an API key; anyone who can reach "
-            "this address can use the model. Set --api-key or FIMBLE_API_KEY, or bind 127.0.0.1."
-        )
-        print(message, file=sys.stderr)
-        log.warning(message)
+    exposure_warning(host, port, settings)
     app = create_app(completer, settings, index=index)
     config = uvicorn.Config(
         app,
@@ -77,3 +71,16 @@ async def serve_http(
         server.should_exit = True
         await task
         raise
+
+
+def exposure_warning(host: str, port: int, settings: HttpSettings) -> str | None:
+    """Warn on stderr (never stdout: the LSP may own it) when a non-loopback bind has no API key."""
+    if is_loopback(host) or settings.api_key is not None:
+        return None
+    message = (
+        f"fimble: warning: serving HTTP on {host}:{port} without an API key; anyone who can reach "
+        "this address can use the model. Set --api-key or FIMBLE_API_KEY, or bind 127.0.0.1."
+    )
+    print(message, file=sys.stderr)
+    log.warning(message)
+    return message
