@@ -29,7 +29,13 @@ def parse_address(value: str, default_host: str = "127.0.0.1") -> tuple[str, int
 )
 @click.option("--http", "http", metavar="HOST:PORT", help="Also serve the HTTP API, in the same process.")
 @click.option("--api-key", envvar="FIMBLE_API_KEY", default=None, help="Key HTTP clients must send.")
-@click.option("--model", "-m", default=None, help="Model name from `fimble models list`, or a .gguf path.")
+@click.option(
+    "--model",
+    "-m",
+    envvar="FIMBLE_MODEL",
+    default=None,
+    help="Model name from `fimble models list`, or a .gguf path (env FIMBLE_MODEL).",
+)
 @click.option(
     "--threads", "-t", default=0, type=click.IntRange(0, 256), help="CPU threads (0: physical cores)."
 )
