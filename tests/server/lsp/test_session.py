@@ -159,7 +159,11 @@ async def test_cancel_request_answers_32800_and_the_next_request_is_served(clien
         future = client.protocol.send_request(
             types.TEXT_DOCUMENT_INLINE_COMPLETION, inline_params(uri, CALL_LINE, 8), msg_id="cancel-me"
         )
-        await asyncio.sleep(0.5)  # generating by now
+        for _ in range(200):  # submitted to the engine...
+            if (await status(client))["requests"]["requests"] > before["requests"]:
+                break
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.5)  # ...and past its short prompt, generating up to 400 tokens
         client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="cancel-me"))
         with pytest.raises(JsonRpcRequestCancelled) as info:
             await asyncio.wrap_future(future)
