@@ -1,55 +1,88 @@
-"""BM25 over the postings table: which text windows of the workspace look most like a query.
+"""BM25 search over the postings segments: the text windows of the workspace most like a query.
 
-Postings are keyed ``term \\0 fid`` with packed (window, tf, window length) triples, so one range scan
-per term yields every window containing it, lengths included: no per-window lookups while scoring.
-
-To stay within a few milliseconds a query is bounded: terms are taken rarest first (highest IDF), and
-scanning stops once ``budget`` postings were scored; terms found in more than ``common`` of all windows
-are skipped outright. Both only drop terms whose IDF is small, i.e. the ones that barely move BM25.
+For each query term: one key per segment (its hash bucket), a binary search for the term, and the
+term's entries as numpy views: (fid, block, tf, block length). Scores are computed per block with
+Okapi BM25 (block-level document frequency and average length), a window's score is the sum of its
+two blocks', and the best windows that do not overlap each other are returned with their text.
+Everything per entry is vectorised, so a query costs a few hundred numpy calls whatever the size of
+the workspace; terms are taken rarest first and scoring stops after ``budget`` entries, which only
+drops the most common terms, whose IDF is near zero.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
-from array import array
-from operator import itemgetter
+from collections import defaultdict
 
 import lmdb
+import numpy as np
 
-from fimble.indexer import lexical
-from fimble.indexer.records import MAX_KEY, FileRecord, Stats, fid_bytes, loads
+from fimble.indexer import lexical, postings
+from fimble.indexer.records import FileRecord, Stats, fid_bytes, loads
 from fimble.indexer.types import Snippet
 
-__all__ = ["K1", "B", "idf", "search", "term_score"]
+__all__ = ["K1", "B", "idf", "search"]
 
 K1 = 1.2
 B = 0.75
 _MAX_QUERY_TERMS = 64
 
 
-def idf(n_windows: int, df: int) -> float:
+def idf(n_docs: int, df: int) -> float:
     """Okapi BM25 IDF with the +1 that keeps it positive for very common terms."""
-    return math.log(1.0 + (n_windows - df + 0.5) / (df + 0.5))
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
-def term_score(idf_value: float, tf: int, length: int, avg_length: float) -> float:
-    return idf_value * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avg_length))
+def _gather(txn: lmdb.Transaction, db: dict, terms: list[bytes]) -> dict[int, list[tuple[np.ndarray, ...]]]:
+    """term index -> [(fids, blocks, tfs, lens) per segment holding the term]."""
+    wanted: dict[int, list[tuple[int, int]]] = defaultdict(list)  # bucket -> [(term index, term id)]
+    for i, term in enumerate(terms):
+        term_id = lexical.term_hash(term)
+        wanted[postings.bucket_of(term_id)].append((i, term_id))
+    found: dict[int, list[tuple[np.ndarray, ...]]] = defaultdict(list)
+    cursor = txn.cursor(db=db["post"])
+    for bucket in sorted(wanted):
+        prefix = bucket.to_bytes(2, "big")
+        ok = cursor.set_range(prefix)
+        while ok:
+            key, value = cursor.item()
+            if key[:2] != prefix:
+                break
+            parsed = postings.parse(value)
+            for i, term_id in wanted[bucket]:
+                hit = parsed.find(term_id)
+                if hit is not None:
+                    found[i].append((parsed.fids[hit], parsed.blocks[hit], parsed.tfs[hit], parsed.lens[hit]))
+            ok = cursor.next()
+    return found
 
 
-def _excluded_windows(
+def _excluded(
     txn: lmdb.Transaction, db: dict, exclude: tuple[str, tuple[int, int]] | None
-) -> tuple[int, set[int]]:
+) -> tuple[int, list[int]]:
+    """(fid, window numbers) to leave out: windows of that file overlapping the line range."""
     if exclude is None:
-        return -1, set()
+        return -1, []
     rel, (first, last) = exclude
     raw = txn.get(rel.encode("utf-8", "surrogateescape"), db=db["files"])
     if raw is None:
-        return -1, set()
+        return -1, []
     fid = FileRecord.unpack(raw).fid
-    raw_windows = txn.get(fid_bytes(fid), db=db["windows"])
-    windows = loads(raw_windows) if raw_windows else []
-    return fid, {i for i, (start, end, _, _) in enumerate(windows) if start <= last and end >= first}
+    raw_blocks = txn.get(fid_bytes(fid), db=db["blocks"])
+    windows = _windows(loads(raw_blocks)) if raw_blocks else []
+    skip = [w for w, (start, end, _, _) in enumerate(windows) if start <= last and end >= first]
+    if skip and skip[-1] == len(windows) - 1:
+        skip.append(len(windows))  # the last block alone also scores as a (clamped) window
+    return fid, skip
+
+
+def _windows(blocks: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
+    """Windows of a file as (first line, last line inclusive, start byte, end byte)."""
+    if len(blocks) <= 1:
+        return [(b[0], max(b[1] - 1, b[0]), b[2], b[3]) for b in blocks]
+    return [
+        (blocks[w][0], blocks[w + 1][1] - 1, blocks[w][2], blocks[w + 1][3]) for w in range(len(blocks) - 1)
+    ]
 
 
 def search(
@@ -59,8 +92,7 @@ def search(
     k: int = 5,
     *,
     exclude: tuple[str, tuple[int, int]] | None = None,
-    budget: int = 12000,
-    common: float = 0.25,
+    budget: int = 200_000,
 ) -> tuple[Snippet, ...]:
     """The ``k`` best windows for ``text``, never two overlapping ones from the same file.
 
@@ -68,80 +100,92 @@ def search(
     (what the prompt already shows around the cursor).
     """
     stats = Stats.unpack(txn.get(b"stats", db=db["meta"]))
-    if stats.windows <= 0 or k <= 0:
+    if stats.blocks <= 0 or k <= 0:
         return ()
-    n = stats.windows
-    avg = max(stats.total_length / n, 1.0)
-    df_db = db["df"]
-    weighted: list[tuple[float, bytes]] = []
-    for term in lexical.query_terms(text)[:_MAX_QUERY_TERMS]:
-        raw = txn.get(term, db=df_db)
-        if raw is None:
-            continue
-        df = int.from_bytes(raw, "big")
-        if df <= n * common:
-            weighted.append((idf(n, df), term))
-    weighted.sort(reverse=True)
-    skip_fid, skip_windows = _excluded_windows(txn, db, exclude)
-    scores: dict[int, float] = {}
-    get = scores.get
-    cursor = txn.cursor(db=db["post"])
-    norm_a = K1 * (1 - B)
-    norm_b = K1 * B / avg
+    terms = lexical.query_terms(text)[:_MAX_QUERY_TERMS]
+    found = _gather(txn, db, terms)
+    if not found:
+        return ()
+    n, avg = stats.blocks, max(stats.total_length / stats.blocks, 1.0)
+    weighted = sorted(
+        ((idf(n, sum(len(p[0]) for p in parts)), i) for i, parts in found.items()), reverse=True
+    )
+    keys, scores = [], []
     spent = 0
-    for weight, term in weighted:
-        prefix = term + b"\0"
-        if len(prefix) + 4 > MAX_KEY or not cursor.set_range(prefix):
-            continue
-        boost = weight * (K1 + 1)
-        for key, value in cursor:
-            if len(key) != len(prefix) + 4 or not key.startswith(prefix):
-                break
-            fid = int.from_bytes(key[-4:], "big")
-            base = fid << 16
-            entries = array("H")
-            entries.frombytes(value)
-            spent += len(entries) // 3
-            for window, tf, length in zip(entries[0::3], entries[1::3], entries[2::3], strict=True):
-                if fid == skip_fid and window in skip_windows:
-                    continue
-                slot = base | window
-                scores[slot] = get(slot, 0.0) + boost * tf / (tf + norm_a + norm_b * length)
+    for weight, i in weighted:
+        for fids, blocks, tfs, lens in found[i]:
+            tf = tfs.astype(np.float64)
+            scores.append(weight * (K1 + 1) * tf / (tf + K1 * (1 - B + B * lens / avg)))
+            keys.append((fids.astype(np.int64) << 16) | blocks)
+            spent += len(fids)
         if spent >= budget:
             break
-    return _snippets(txn, db, scores, k)
+    return _top_windows(txn, db, np.concatenate(keys), np.concatenate(scores), k, _excluded(txn, db, exclude))
 
 
-def _snippets(txn: lmdb.Transaction, db: dict, scores: dict[int, float], k: int) -> tuple[Snippet, ...]:
+def _top_windows(
+    txn: lmdb.Transaction,
+    db: dict,
+    keys: np.ndarray,
+    scores: np.ndarray,
+    k: int,
+    exclude: tuple[int, list[int]],
+) -> tuple[Snippet, ...]:
+    dead = np.frombuffer(txn.get(b"dead", db=db["meta"]) or b"", np.uint32)
+    if len(dead):
+        live = ~np.isin((keys >> 16).astype(np.uint32), dead)
+        keys, scores = keys[live], scores[live]
+    block_keys, inverse = np.unique(keys, return_inverse=True)
+    block_scores = np.bincount(inverse, weights=scores)
+    # Window w = blocks w and w+1: a block scores for the window it starts and the one before it.
+    has_prev = (block_keys & 0xFFFF) > 0
+    window_keys = np.concatenate((block_keys, block_keys[has_prev] - 1))
+    window_scores = np.concatenate((block_scores, block_scores[has_prev]))
+    window_keys, inverse = np.unique(window_keys, return_inverse=True)
+    window_scores = np.bincount(inverse, weights=window_scores)
+    skip_fid, skip_windows = exclude
+    if skip_windows:
+        drop = np.isin(window_keys, (np.int64(skip_fid) << 16) | np.asarray(skip_windows, np.int64))
+        window_scores[drop] = -1.0
+    top = min(len(window_keys), k * 8)
+    order = (
+        np.argpartition(-window_scores, top - 1)[:top]
+        if top < len(window_keys)
+        else np.arange(len(window_keys))
+    )
+    order = order[np.argsort(-window_scores[order], kind="stable")]
     picked: list[tuple[int, int, float]] = []
-    taken: dict[int, list[int]] = {}
-    for slot, score in heapq.nlargest(k * 4, scores.items(), key=itemgetter(1)):
-        fid, window = slot >> 16, slot & 0xFFFF
-        near = taken.setdefault(fid, [])
-        if any(abs(window - other) <= 1 for other in near):
-            continue  # neighbours overlap by half a window: keep the better one only
-        near.append(window)
+    taken: dict[int, list[int]] = defaultdict(list)
+    for key, score in zip(window_keys[order].tolist(), window_scores[order].tolist(), strict=True):
+        if score <= 0:
+            break
+        fid, window = key >> 16, key & 0xFFFF
+        if any(abs(window - other) <= 1 for other in taken[fid]):
+            continue  # neighbours share a block: keep the better one only
+        taken[fid].append(window)
         picked.append((fid, window, score))
         if len(picked) == k:
             break
-    out: list[Snippet] = []
-    for fid, window, score in picked:
-        fid4 = fid_bytes(fid)
-        rel_b = txn.get(fid4, db=db["paths"])
-        windows_raw = txn.get(fid4, db=db["windows"])
-        if rel_b is None or windows_raw is None:
-            continue
-        start_line, end_line, start_byte, end_byte = loads(windows_raw)[window]
-        rec_raw = txn.get(rel_b, db=db["files"])
-        data = txn.get(fid4, db=db["text"]) or b""
-        out.append(
-            Snippet(
-                path=rel_b.decode("utf-8", "surrogateescape"),
-                language=FileRecord.unpack(rec_raw).language if rec_raw else "text",
-                start_line=start_line,
-                end_line=end_line,
-                text=data[start_byte:end_byte].decode("utf-8", "replace"),
-                score=round(score, 4),
-            )
-        )
-    return tuple(out)
+    return tuple(s for s in (_snippet(txn, db, *p) for p in picked) if s is not None)
+
+
+def _snippet(txn: lmdb.Transaction, db: dict, fid: int, window: int, score: float) -> Snippet | None:
+    fid4 = fid_bytes(fid)
+    rel_b = txn.get(fid4, db=db["paths"])
+    raw_blocks = txn.get(fid4, db=db["blocks"])
+    if rel_b is None or raw_blocks is None:
+        return None
+    windows = _windows(loads(raw_blocks))
+    if not windows:
+        return None
+    first, last, start, end = windows[min(window, len(windows) - 1)]
+    rec_raw = txn.get(rel_b, db=db["files"])
+    data = txn.get(fid4, db=db["text"]) or b""
+    return Snippet(
+        path=rel_b.decode("utf-8", "surrogateescape"),
+        language=FileRecord.unpack(rec_raw).language if rec_raw else "text",
+        start_line=first,
+        end_line=last,
+        text=data[start:end].decode("utf-8", "replace"),
+        score=round(score, 4),
+    )

@@ -22,7 +22,7 @@ from pathlib import Path
 from fimble.indexer.config import IndexConfig
 from fimble.indexer.gate import Gate
 from fimble.indexer.ignore import IgnoreRules
-from fimble.indexer.records import FileRecord
+from fimble.indexer.records import FileRecord, loads
 from fimble.indexer.store import Store
 from fimble.indexer.types import PassReport, Progress
 from fimble.indexer.walker import FileEntry, WalkStats, walk
@@ -52,10 +52,15 @@ def worker_config(config: IndexConfig) -> WorkerConfig:
     return WorkerConfig(config.max_file_bytes, config.window_stride_lines, config.window_block_bytes)
 
 
-def known_files(store: Store) -> dict[str, tuple[int, int, bytes]]:
-    """path -> (size, mtime_ns, digest) for every indexed file, from one snapshot."""
-    out: dict[str, tuple[int, int, bytes]] = {}
+def known_files(store: Store, *, skipped: bool = False) -> dict[str, tuple[int, int, bytes | None]]:
+    """path -> (size, mtime_ns, digest) for every indexed file (and, with ``skipped``, every file
+    remembered as binary/unreadable, digest None), from one snapshot."""
+    out: dict[str, tuple[int, int, bytes | None]] = {}
     with store.read() as txn:
+        if skipped:
+            for key, value in txn.cursor(db=store.db["skipped"]):
+                size, mtime_ns, _ = loads(value)
+                out[key.decode("utf-8", "surrogateescape")] = (size, mtime_ns, None)
         for key, value in txn.cursor(db=store.db["files"]):
             rec = FileRecord.unpack(value)
             out[key.decode("utf-8", "surrogateescape")] = (rec.size, rec.mtime_ns, rec.digest)
@@ -65,34 +70,41 @@ def known_files(store: Store) -> dict[str, tuple[int, int, bytes]]:
 class _Committer:
     """Collects analysed files and commits them in bounded batches."""
 
-    def __init__(self, store: Store, config: IndexConfig, known: dict[str, tuple[int, int, bytes]]) -> None:
+    def __init__(
+        self, store: Store, config: IndexConfig, known: dict[str, tuple[int, int, bytes | None]]
+    ) -> None:
         self.store = store
         self.config = config
         self.known = known
         self.ops: list[Op] = []
         self.started = time.monotonic()
-        self.parsed = self.touched = self.skipped = self.bytes = 0
+        self.parsed = self.touched = self.skipped = self.bytes = self.pending_bytes = 0
 
     def add(self, result: FileDoc | Touch | Skip) -> None:
         if isinstance(result, FileDoc):
             self.parsed += 1
             self.bytes += result.size
+            self.pending_bytes += result.size
             self.ops.append(result)
         elif isinstance(result, Touch):
             self.touched += 1
             self.ops.append(result)
         else:
             self.skipped += 1
-            if result.rel in self.known:
-                self.ops.append(Remove(result.rel))
+            self.ops.append(result)  # remembered (and dropped from the index if it was there)
         elapsed = time.monotonic() - self.started
-        if len(self.ops) >= self.config.batch_files or elapsed >= self.config.batch_seconds:
+        if (
+            len(self.ops) >= self.config.batch_files
+            or self.pending_bytes >= self.config.batch_bytes
+            or elapsed >= self.config.batch_seconds
+        ):
             self.flush()
 
     def flush(self) -> None:
         if self.ops:
             apply_batch(self.store, self.ops)
             self.ops = []
+        self.pending_bytes = 0
         self.started = time.monotonic()
 
 
@@ -107,7 +119,7 @@ def run_pass(
 ) -> PassReport:
     """Bring the store in line with the files under ``root``; see the module docstring."""
     began = time.monotonic()
-    known = known_files(store)
+    known = known_files(store, skipped=True)
     stats = WalkStats()
     entries = list(walk(root, rules, max_bytes=config.max_file_bytes, stats=stats))
     seen = {e.rel for e in entries}
@@ -218,7 +230,7 @@ def _analyze_pooled(
         max_workers=config.workers,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=init_worker,
-        initargs=(worker_config(config),),
+        initargs=(worker_config(config), config.worker_nice),
     )
     inflight: dict[Future, tuple[list[Task], int]] = {}
     next_group = 0

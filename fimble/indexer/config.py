@@ -17,7 +17,9 @@ class IndexConfig:
 
     ``exclude`` and ``deny`` take .gitignore-style patterns relative to the workspace root: ``exclude``
     adds to what is skipped, ``deny`` adds to the secrets that are never read whatever .gitignore says.
-    ``workers`` processes parse in parallel during a full pass (0 or 1: parse in the writer thread).
+    ``workers`` processes parse in parallel during a full pass (0 or 1: parse in the writer thread),
+    niced by ``worker_nice`` so that they yield the CPU to completions (the CLI, a foreground job the
+    user waits for, passes 0).
     The store starts at ``map_bytes`` of address space and doubles on demand up to ``max_map_bytes``.
     """
 
@@ -28,9 +30,11 @@ class IndexConfig:
     window_stride_lines: int = 12
     window_block_bytes: int = 2048
     workers: int = 2
+    worker_nice: int = 10
     pool_min_files: int = 48
-    batch_files: int = 128
-    batch_seconds: float = 0.25
+    batch_files: int = 1024
+    batch_bytes: int = 16 * _MIB
+    batch_seconds: float = 2.0
     debounce_seconds: float = 0.3
     map_bytes: int = 256 * _MIB
     max_map_bytes: int = 64 * 1024 * _MIB

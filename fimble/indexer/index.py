@@ -248,6 +248,14 @@ class WorkspaceIndex:
         with self._snapshot() as txn:
             return reader.symbols_near(txn, self._store.db, rel, line, radius=radius, limit=limit)
 
+    def identifiers(self, path: str | os.PathLike[str]) -> tuple[str, ...]:
+        """The identifiers a file uses (sorted, language keywords left out)."""
+        rel = self.relpath(path)
+        if rel is None:
+            return ()
+        with self._snapshot() as txn:
+            return reader.identifiers(txn, self._store.db, rel)
+
     def search(
         self, text: str, k: int = 5, exclude: tuple[str | os.PathLike[str], tuple[int, int]] | None = None
     ) -> tuple[Snippet, ...]:
@@ -268,7 +276,8 @@ class WorkspaceIndex:
             meta = Stats.unpack(txn.get(b"stats", db=db["meta"]))
             ready_raw = txn.get(b"ready", db=db["meta"])
             files = txn.stat(db["files"])["entries"]
-            terms = txn.stat(db["df"])["entries"]
+            segments = txn.stat(db["segs"])["entries"]
+            stale = len(txn.get(b"dead", db=db["meta"]) or b"") // 4
         languages = meta.languages
         parsed = sum(n for lang, n in languages if lang != "text")
         return IndexStats(
@@ -278,8 +287,9 @@ class WorkspaceIndex:
             files=files,
             parsed_files=parsed,
             definitions=meta.definitions,
-            windows=meta.windows,
-            terms=terms,
+            blocks=meta.blocks,
+            segments=segments,
+            stale_versions=stale,
             store_bytes=store.size_bytes(),
             map_bytes=store.map_bytes(),
             languages=languages,

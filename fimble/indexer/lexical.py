@@ -1,34 +1,44 @@
-"""Lexical analysis of a file: overlapping text windows, their BM25 terms, and the identifiers used.
+"""Lexical analysis of a file: blocks of lines, their BM25 terms, and the identifiers used.
 
-Works on raw bytes with an ASCII identifier regex, so invalid UTF-8 costs nothing and no decode is
-needed; non-ASCII words are not searchable (a deliberate trade for speed: this runs on every byte of the
-workspace). Windows are two consecutive *blocks* of ``stride`` lines (capped in bytes, so minified
-one-line files still split), hence each window overlaps its neighbours by half. Terms are lower-cased
-identifiers minus the stop words in ``data/stopwords.txt``; every counting step runs in C (regex
-``findall`` + ``Counter``), the only Python loop is over (window, term) pairs.
+Runs on every byte of the workspace, so it is built around what CPython does in C: a bytes regex
+``findall`` per block (invalid UTF-8 costs nothing, no decode), ``Counter`` for term frequencies,
+``chain``/``map`` to flatten. Terms are case-sensitive identifiers (code spells a name the same way
+everywhere; one tokenisation serves both BM25 and "identifiers used") minus the stop words in
+``data/stopwords.txt``; non-ASCII words are not terms.
+
+A file is cut into *blocks* of ``stride`` lines (capped in bytes, so minified one-line files still
+split); a retrieval *window* is two consecutive blocks, so windows overlap their neighbours by half.
+Postings are kept per block and windows are scored from them at query time (bm25.py): half the
+entries of per-window postings, same ranking.
+
+Terms are identified by a 64-bit hash (two CRC-32s, stable across processes, unlike ``hash()``): the
+writer groups and sorts postings as integers with numpy instead of as strings in Python.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+import zlib
 from array import array
 from collections import Counter
 from dataclasses import dataclass
 from importlib import resources
-from itertools import accumulate
+from itertools import accumulate, chain, repeat
 
-__all__ = ["Lexical", "Window", "analyze", "query_terms", "stopwords", "words"]
+__all__ = ["Block", "Lexical", "analyze", "query_terms", "stopwords", "term_hash", "words"]
 
 WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
-_MAX_TERM = 48
-_MAX_IDENTIFIERS = 4000
-_MAX_BLOCKS = 60000  # keeps window indexes in 16 bits
+_MAX_IDENTIFIER = 64
+_MAX_BLOCKS = 60000  # block numbers are stored in 16 bits
+_SEED = 0x9E3779B9
+_crc = zlib.crc32
+_delete = dict.__delitem__  # Counter.__delitem__ is Python code; the dict one is not
 
 
 @dataclass(frozen=True, slots=True)
-class Window:
-    """A retrievable span: 0-based inclusive lines and the byte range [start_byte, end_byte)."""
+class Block:
+    """Lines [start_line, end_line) at bytes [start_byte, end_byte)."""
 
     start_line: int
     end_line: int
@@ -38,24 +48,42 @@ class Window:
 
 @dataclass(frozen=True, slots=True)
 class Lexical:
-    """``postings`` maps a term to packed uint16 triples (window, term frequency, window length)."""
+    """Postings as parallel arrays, one entry per (term, block): ``hashes`` (uint64 term ids),
+    ``blocks`` and ``tfs`` (uint16), plus ``block_lengths`` (terms per block, uint16)."""
 
     n_lines: int
-    windows: tuple[Window, ...]
-    postings: dict[bytes, bytes]
+    blocks: tuple[Block, ...]
+    hashes: bytes
+    entry_blocks: bytes
+    tfs: bytes
+    block_lengths: bytes
     total_length: int
-    identifiers: tuple[str, ...]
+    identifiers: tuple[bytes, ...]
+
+
+def term_hash(term: bytes) -> int:
+    """The 64-bit id of a term; the same in every process and Python version."""
+    return (_crc(term) << 32) | _crc(term, _SEED)
 
 
 @functools.cache
 def stopwords() -> frozenset[bytes]:
+    """Stop words as listed, Capitalised and UPPER, plus single characters."""
     text = resources.files("fimble.indexer.data").joinpath("stopwords.txt").read_text("utf-8")
-    words = (line.split("#", 1)[0].split() for line in text.splitlines())
-    return frozenset(word.encode() for line in words for word in line)
+    listed = [w for line in text.splitlines() for w in line.split("#", 1)[0].split()]
+    forms = {f for w in listed for f in (w, w.capitalize(), w.upper())}
+    forms |= {chr(c) for c in range(ord("a"), ord("z") + 1)} | {chr(c) for c in range(ord("A"), ord("Z") + 1)}
+    forms.add("_")
+    return frozenset(f.encode() for f in forms)
+
+
+@functools.lru_cache(maxsize=32)
+def _encoded(keywords: frozenset[str]) -> frozenset[bytes]:
+    return frozenset(k.encode() for k in keywords)
 
 
 def words(data: bytes) -> list[bytes]:
-    """Identifier-like words in order, case kept (for identifiers near a line)."""
+    """Identifier-like words in order (case kept)."""
     return WORD.findall(data)
 
 
@@ -63,26 +91,21 @@ def query_terms(text: str | bytes) -> list[bytes]:
     """The distinct BM25 terms of a query, in first-seen order."""
     data = text.encode("utf-8", "replace") if isinstance(text, str) else text
     stop = stopwords()
-    seen: dict[bytes, None] = {}
-    for term in WORD.findall(data.lower()):
-        if len(term) > 1 and len(term) <= _MAX_TERM and term not in stop:
-            seen.setdefault(term, None)
-    return list(seen)
+    return [t for t in dict.fromkeys(WORD.findall(data)) if t not in stop]
 
 
-def _blocks(data: bytes, stride: int, block_bytes: int) -> tuple[int, list[tuple[int, int, int, int]]]:
-    """Blocks of ``stride`` lines, at most ``block_bytes`` each unless one line is longer:
-    (first line, end line exclusive, start byte, end byte)."""
+def _blocks(data: bytes, stride: int, block_bytes: int) -> tuple[int, list[Block]]:
+    """Blocks of ``stride`` lines, at most ``block_bytes`` each unless one line is longer."""
     lines = data.split(b"\n")
     n_lines = max(len(lines) - 1 if data.endswith(b"\n") else len(lines), 1)
     stride = max(stride, -(-n_lines // _MAX_BLOCKS))
-    # cum[i] = bytes in lines[:i+1] without newlines; line i starts at cum[i-1] + i.
-    cum = list(accumulate(map(len, lines)))
+    cum = list(accumulate(map(len, lines)))  # line i starts at cum[i-1] + i
+    size = len(data)
 
     def offset(line: int) -> int:
-        return min(cum[line - 1] + line, len(data)) if line else 0
+        return min(cum[line - 1] + line, size) if line else 0
 
-    blocks: list[tuple[int, int, int, int]] = []
+    blocks: list[Block] = []
     line = 0
     while line < n_lines:
         end = min(line + stride, n_lines)
@@ -96,7 +119,7 @@ def _blocks(data: bytes, stride: int, block_bytes: int) -> tuple[int, list[tuple
                 else:
                     high = mid - 1
             end = low
-        blocks.append((line, end, start_byte, offset(end)))
+        blocks.append(Block(line, end, start_byte, offset(end)))
         line = end
     return n_lines, blocks
 
@@ -104,37 +127,41 @@ def _blocks(data: bytes, stride: int, block_bytes: int) -> tuple[int, list[tuple
 def analyze(
     data: bytes, *, stride: int = 12, block_bytes: int = 2048, keywords: frozenset[str] = frozenset()
 ) -> Lexical:
-    """Windows, postings and identifiers of one file's bytes."""
+    """Blocks, postings and identifiers of one file's bytes."""
     n_lines, blocks = _blocks(data, stride, block_bytes)
-    lowered = data.lower()
     stop = stopwords()
-    windows: list[Window] = []
-    postings: dict[bytes, array] = {}
-    total = 0
-    for index in range(max(len(blocks) - 1, 1)):
-        first_line, _, start, _ = blocks[index]
-        _, end_line, _, end = blocks[min(index + 1, len(blocks) - 1)]
-        windows.append(Window(first_line, end_line - 1, start, end))
-        counts = Counter(WORD.findall(lowered, start, end))
-        for term in stop.intersection(counts):
-            del counts[term]
-        length = min(sum(counts.values()), 0xFFFF)
-        total += length
-        for term, tf in counts.items():
-            if len(term) <= _MAX_TERM and len(term) > 1:
-                entry = postings.get(term)
-                if entry is None:
-                    entry = postings[term] = array("H")
-                entry.extend((index, min(tf, 0xFFFF), length))
-    identifiers = {w.decode("ascii") for w in WORD.findall(data)}
-    identifiers.difference_update(keywords)
-    ranked = sorted(identifiers)
-    if len(ranked) > _MAX_IDENTIFIERS:
-        ranked = ranked[:_MAX_IDENTIFIERS]
+    findall = WORD.findall
+    seen: set[bytes] = set()
+    keys: list = []
+    counts: list = []
+    lengths: list[int] = []
+    for block in blocks:
+        counter = Counter(findall(data, block.start_byte, block.end_byte))
+        seen.update(counter)
+        for term in stop.intersection(counter):
+            _delete(counter, term)
+        keys.append(counter.keys())
+        values = counter.values()
+        counts.append(values)
+        lengths.append(sum(values))
+    terms = list(chain.from_iterable(keys))
+    ids = {t: (_crc(t) << 32) | _crc(t, _SEED) for t in dict.fromkeys(terms)}
+    tf_values = chain.from_iterable(counts)
+    if lengths and max(lengths) > 0xFFFF:  # one giant line: clamp to 16 bits
+        tf_values = map(min, tf_values, repeat(0xFFFF))
+        lengths = [min(n, 0xFFFF) for n in lengths]
+    identifiers = sorted(seen.difference(_encoded(keywords)))
+    if identifiers and max(map(len, identifiers)) > _MAX_IDENTIFIER:
+        identifiers = [t for t in identifiers if len(t) <= _MAX_IDENTIFIER]
     return Lexical(
         n_lines=n_lines,
-        windows=tuple(windows),
-        postings={term: entry.tobytes() for term, entry in postings.items()},
-        total_length=total,
-        identifiers=tuple(ranked),
+        blocks=tuple(blocks),
+        hashes=array("Q", map(ids.__getitem__, terms)).tobytes(),
+        entry_blocks=array(
+            "H", chain.from_iterable(map(repeat, range(len(blocks)), map(len, keys)))
+        ).tobytes(),
+        tfs=array("H", tf_values).tobytes(),
+        block_lengths=array("H", lengths).tobytes(),
+        total_length=sum(lengths),
+        identifiers=tuple(identifiers),
     )

@@ -203,16 +203,18 @@ def _resolve_scopes(spec: LanguageSpec, source: bytes, items: list[_Found]) -> l
         if kind == "function" and scope_kind in _CLASSLIKE:
             kind = "method"
         outer = _outer(spec, node)
+        start_row, start_col = node.start_point
+        end_row, end_col = node.end_point
         out.append(
             ParsedDef(
                 kind=kind,
                 name=name,
                 qualname=qualname,
                 scope=scope,
-                start_line=node.start_point.row,
-                start_col=node.start_point.column,
-                end_line=node.end_point.row,
-                end_col=node.end_point.column,
+                start_line=start_row,
+                start_col=start_col,
+                end_line=end_row,
+                end_col=end_col,
                 signature=_signature(source, outer, node, item.body),
                 doc=(
                     _docstring(source, item.doc)
@@ -246,8 +248,11 @@ def _signature(source: bytes, outer: ts.Node, node: ts.Node, body: ts.Node | Non
     else:
         newline = source.find(b"\n", node.start_byte, node.end_byte)
         end = node.end_byte if newline < 0 else newline
-    text = source[start:end].decode("utf-8", "replace")
-    lines = [line.rstrip() for line in text.rstrip().split("\n")]
+    raw = source[start:end].rstrip()
+    if b"\n" not in raw:  # the common case: a one-line header
+        text = raw.decode("utf-8", "replace")
+        return text if len(text) <= _MAX_SIGNATURE_CHARS else text[: _MAX_SIGNATURE_CHARS - 1] + "…"
+    lines = [line.rstrip() for line in raw.decode("utf-8", "replace").split("\n")]
     while len(lines) > 1 and lines[-1].lstrip().startswith(_COMMENT_STARTS):
         lines.pop()  # a comment between the header and the first statement is not the header
     indent = outer.start_point.column

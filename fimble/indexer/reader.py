@@ -15,7 +15,7 @@ from fimble.indexer.records import MAX_KEY, DefRecord, FileRecord, fid_bytes, lo
 from fimble.indexer.resolve import resolve
 from fimble.indexer.types import Definition, Import, Span, SymbolsNear
 
-__all__ = ["TxnFiles", "definitions", "file_record", "imports_of", "outline", "symbols_near"]
+__all__ = ["TxnFiles", "definitions", "file_record", "identifiers", "imports_of", "outline", "symbols_near"]
 
 _FAMILY = {"typescript": "javascript", "tsx": "javascript", "c": "cpp"}
 _NEAR_IDENTIFIERS = 48
@@ -112,6 +112,12 @@ def outline(txn: lmdb.Transaction, db: dict, rel: str) -> tuple[Definition, ...]
                 break
             out.append(_definition(rel, rec.language, value))
     return tuple(out)
+
+
+def identifiers(txn: lmdb.Transaction, db: dict, rel: str) -> tuple[str, ...]:
+    rec = file_record(txn, db, rel)
+    raw = txn.get(fid_bytes(rec.fid), db=db["idents"]) if rec else None
+    return tuple(raw.decode("ascii").split("\n")) if raw else ()
 
 
 def _split_qualified(name: str) -> tuple[str, str]:

@@ -2,20 +2,23 @@
 
 Writer and reader both go through this module and never import each other. Values are ``marshal``
 tuples of plain types: the fastest (de)serialiser in the standard library and, unlike pickle, unable to
-run code if someone tampers with the cache. Its format version is part of ``SCHEMA``, so a Python that
-writes another format triggers a rebuild instead of misreading.
+run code if someone tampers with the cache. Its format version and the byte order (postings are raw
+machine integers) are part of ``SCHEMA``: a mismatch rebuilds instead of misreading.
 
-Sub-databases (fid = 4-byte big-endian file id; all paths workspace-relative UTF-8):
+A file gets a new *fid* (4-byte big-endian file id) for every version of its content; fids are never
+reused, so postings of an old version can stay in place, masked by the ``dead`` list, until compaction.
 
-    meta    b"schema" -> SCHEMA;  b"stats" -> Stats;  b"ready" -> (done: bool, finished_at: float)
-    files   path -> FileRecord                    paths   fid -> path
+    meta    b"schema" -> SCHEMA      b"stats" -> Stats        b"ready" -> (True, finished_at)
+            b"dead" -> uint32 fids whose postings are stale (append-only between full compactions)
+            b"compact" -> an unfinished compaction (see compact.py)
+    files   path -> FileRecord                    paths   fid -> path (live versions only)
     defs    fid + idx(4) -> DefRecord             names   name -> fid + idx (dupsort, dupfixed)
     imports fid -> [(flavor, spec, names, line, wildcard)]
-    idents  fid -> (identifier, ...)              text    fid -> file bytes as indexed
-    windows fid -> [(start_line, end_line, start_byte, end_byte)]
-    fterms  fid -> [(term, windows containing it)]
-    post    term + b"\\0" + fid -> uint16 triples (window, tf, window length)
-    df      term -> uint32 number of windows containing the term
+    idents  fid -> b"\\n".join(identifiers)        text    fid -> file bytes as indexed
+    blocks  fid -> [(start_line, end_line, start_byte, end_byte)]
+    post    bucket(2) + segment(4) -> postings of the terms in that hash bucket (see postings.py)
+    segs    segment(4) -> (files, entries)
+    skipped path -> (size, mtime_ns, reason)   binary/unreadable files, so a re-run need not reopen them
     base    file name -> path (dupsort), for suffix resolution of includes and Java imports
     mods    directory -> Go module path declared by its go.mod
 """
@@ -38,33 +41,19 @@ __all__ = [
     "def_key",
     "dumps",
     "fid_bytes",
-    "fid_of",
     "loads",
-    "post_key",
-    "u32",
+    "seg_bytes",
 ]
 
-SCHEMA = f"fimble-index/1 marshal{marshal.version} {sys.byteorder}".encode()
+SCHEMA = f"fimble-index/2 marshal{marshal.version} {sys.byteorder}".encode()
 DB_NAMES = (
-    "meta",
-    "files",
-    "paths",
-    "defs",
-    "names",
-    "imports",
-    "idents",
-    "text",
-    "windows",
-    "fterms",
-    "post",
-    "df",
-    "base",
-    "mods",
-)
+    "meta", "files", "paths", "defs", "names", "imports", "idents", "text", "blocks", "post", "segs",
+    "skipped", "base", "mods",
+)  # fmt: skip
 DUPSORT = {"names": {"dupsort": True, "dupfixed": True}, "base": {"dupsort": True}}
 MAX_KEY = 500  # LMDB's compiled-in limit is 511 bytes, for keys and dupsort values alike
 
-_FID = struct.Struct(">I")
+_U32 = struct.Struct(">I")
 _DEF = struct.Struct(">II")
 
 dumps = marshal.dumps
@@ -72,34 +61,26 @@ loads = marshal.loads
 
 
 def fid_bytes(fid: int) -> bytes:
-    return _FID.pack(fid)
+    return _U32.pack(fid)
 
 
-def fid_of(key: bytes) -> int:
-    return _FID.unpack_from(key, len(key) - 4)[0]
+seg_bytes = fid_bytes
 
 
 def def_key(fid: int, idx: int) -> bytes:
     return _DEF.pack(fid, idx)
 
 
-def post_key(term: bytes, fid4: bytes) -> bytes:
-    return term + b"\0" + fid4
-
-
-def u32(value: int) -> bytes:
-    return _FID.pack(value)
-
-
 class FileRecord(NamedTuple):
     fid: int
+    seg: int  # segment holding this version's postings (0: none)
     size: int
     mtime_ns: int
     digest: bytes
     language: str
     n_lines: int
     n_defs: int
-    n_windows: int
+    n_blocks: int
     total_length: int
     has_errors: bool
 
@@ -128,7 +109,8 @@ class Stats(NamedTuple):
     """Counters kept in one meta entry, updated in the same transaction as the files they count."""
 
     next_fid: int = 1
-    windows: int = 0
+    next_seg: int = 1
+    blocks: int = 0
     total_length: int = 0
     definitions: int = 0
     generation: int = 0

@@ -99,8 +99,9 @@ class IndexStats:
     files: int
     parsed_files: int
     definitions: int
-    windows: int
-    terms: int
+    blocks: int
+    segments: int
+    stale_versions: int
     store_bytes: int
     map_bytes: int
     languages: tuple[tuple[str, int], ...]

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from fimble.errors import FimbleError
 from fimble.indexer.build import ProgressFn, known_files, run_pass, worker_config
+from fimble.indexer.compact import compact
 from fimble.indexer.config import IndexConfig
 from fimble.indexer.gate import Gate
 from fimble.indexer.ignore import IgnoreRules
@@ -128,6 +129,7 @@ class Updater:
                     self._run_pass(*job)
                 else:
                     self._apply(changes)
+                    self._compact()
             except FimbleError as err:
                 self.last_error = err
                 log.error("index update failed: %s", err)
@@ -149,6 +151,7 @@ class Updater:
                 self.store.reset()
             self.rules.forget()
             report = run_pass(self.store, self.root, self.config, self.rules, self.gate, self._stop, progress)
+            self._compact()
         except BaseException as err:
             future.set_exception(err)
             if isinstance(err, FimbleError):
@@ -156,6 +159,16 @@ class Updater:
             return
         self.last_error = None
         future.set_result(report)
+
+    def _compact(self) -> None:
+        """Merge postings segments while nothing else is queued (see compact.py)."""
+
+        def busy() -> bool:
+            with self._cond:
+                return bool(self._passes or self._changes)
+
+        while not busy() and compact(self.store, self.gate, self._stop, interrupt=busy):
+            pass
 
     def _apply(self, changes: list[tuple[str, _Change]]) -> None:
         wcfg = worker_config(self.config)

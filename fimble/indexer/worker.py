@@ -55,7 +55,7 @@ class Task:
 
 @dataclass(slots=True)
 class FileDoc:
-    """Everything one file puts in the index (see records.py for where each part goes)."""
+    """Everything one file puts in the index (records.py says where each part goes)."""
 
     rel: str
     size: int
@@ -66,9 +66,12 @@ class FileDoc:
     n_lines: int
     definitions: list[tuple]
     imports: list[tuple]
-    identifiers: tuple[str, ...]
-    windows: list[tuple[int, int, int, int]]
-    postings: dict[bytes, bytes]
+    identifiers: bytes  # b"\n".join(sorted identifiers)
+    blocks: list[tuple[int, int, int, int]]
+    hashes: bytes  # postings as parallel arrays, see lexical.Lexical
+    entry_blocks: bytes
+    tfs: bytes
+    block_lengths: bytes
     total_length: int
     has_errors: bool
     module: str | None
@@ -85,10 +88,13 @@ class Touch:
 
 @dataclass(frozen=True, slots=True)
 class Skip:
-    """Not indexable after all (binary, too large, unreadable, gone); removed if it was indexed."""
+    """Not indexable (binary, too large, unreadable, gone): remembered so a re-run need not reopen
+    it while its size and mtime stay the same; removed from the index if it was there."""
 
     rel: str
     reason: str
+    size: int = 0
+    mtime_ns: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +133,7 @@ def analyze_path(task: Task, config: WorkerConfig) -> Result:
         with open(task.path, "rb") as fh:
             st = os.fstat(fh.fileno())
             if st.st_size > config.max_file_bytes:
-                return Skip(task.rel, "too large")
+                return Skip(task.rel, "too large", st.st_size, st.st_mtime_ns)
             data = fh.read(config.max_file_bytes + 1)
     except FileNotFoundError:
         return Skip(task.rel, "gone")
@@ -135,9 +141,9 @@ def analyze_path(task: Task, config: WorkerConfig) -> Result:
         log.info("cannot read %s: %s", task.path, err)
         return Skip(task.rel, "unreadable")
     if len(data) > config.max_file_bytes:
-        return Skip(task.rel, "too large")
+        return Skip(task.rel, "too large", st.st_size, st.st_mtime_ns)
     if b"\0" in data[:_SNIFF]:
-        return Skip(task.rel, "binary")
+        return Skip(task.rel, "binary", st.st_size, st.st_mtime_ns)
     digest = digest_of(data)
     if digest == task.old_digest:
         return Touch(task.rel, st.st_size, st.st_mtime_ns)
@@ -199,9 +205,12 @@ def analyze_bytes(
         n_lines=lex.n_lines,
         definitions=definitions,
         imports=imports,
-        identifiers=lex.identifiers,
-        windows=[(w.start_line, w.end_line, w.start_byte, w.end_byte) for w in lex.windows],
-        postings=lex.postings,
+        identifiers=b"\n".join(lex.identifiers),
+        blocks=[(b.start_line, b.end_line, b.start_byte, b.end_byte) for b in lex.blocks],
+        hashes=lex.hashes,
+        entry_blocks=lex.entry_blocks,
+        tfs=lex.tfs,
+        block_lengths=lex.block_lengths,
         total_length=lex.total_length,
         has_errors=has_errors,
         module=module,
