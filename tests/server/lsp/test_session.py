@@ -152,12 +152,13 @@ async def test_newer_request_supersedes_the_running_one(client: LanguageClient) 
 
 async def test_cancel_request_answers_32800_and_the_next_request_is_served(client: LanguageClient) -> None:
     uri = _uri(client, "cancel.py")
-    open_doc(client, uri, DATES.replace("        dates.append()\n", "        \n"))
+    # A long list: the model would go on for all 400 tokens.
+    open_doc(client, uri, "# All 50 US states with their capitals, one per line.\nSTATES = [\n    ")
     await _configure(client, maxTokens=400, multiline="always")
     try:
         before = (await status(client))["requests"]
         future = client.protocol.send_request(
-            types.TEXT_DOCUMENT_INLINE_COMPLETION, inline_params(uri, CALL_LINE, 8), msg_id="cancel-me"
+            types.TEXT_DOCUMENT_INLINE_COMPLETION, inline_params(uri, 2, 4), msg_id="cancel-me"
         )
         for _ in range(200):  # submitted to the engine...
             if (await status(client))["requests"]["requests"] > before["requests"]:
@@ -178,7 +179,7 @@ async def test_cancel_request_answers_32800_and_the_next_request_is_served(clien
         assert (await status(client))["last"]["outcome"] == "cancelled"
     finally:
         await _configure(client, maxTokens=MODEL_OPTIONS["maxTokens"], multiline="auto")
-    result = await client.text_document_inline_completion_async(inline_params(uri, CALL_LINE, 8))
+    result = await client.text_document_inline_completion_async(inline_params(uri, 2, 4))
     assert insert_texts(result) and insert_texts(result)[0].strip()
 
 
@@ -301,3 +302,22 @@ async def test_saves_and_watched_files_reach_the_index_hook(client: LanguageClie
     st = await status(client)
     assert st["roots"] == [str(client.root)]  # type: ignore[attr-defined]
     assert st["position_encoding"] == "utf-8"
+
+
+async def test_threads_setting_reloads_the_model_with_progress(client: LanguageClient) -> None:
+    """Last in the module: it swaps the shared model (a new llama context with 1 thread)."""
+    begins = sum(1 for values in client.progress_reports.values() for r in values if r.kind == "begin")
+    await _configure(client, threads=1)
+    st = await wait_model(client)
+    assert st["model"]["state"] == "ready" and st["model"]["threads"] == 1
+    uri = _uri(client, "reloaded.py")
+    open_doc(client, uri, DATES)
+    assert insert_texts(
+        await client.text_document_inline_completion_async(inline_params(uri, CALL_LINE, CALL_COL))
+    )
+    for _ in range(100):
+        reports = [r for values in client.progress_reports.values() for r in values]
+        if sum(1 for r in reports if r.kind == "begin") > begins and reports[-1].kind == "end":
+            break
+        await asyncio.sleep(0.05)
+    assert sum(1 for r in reports if r.kind == "begin") > begins
