@@ -188,3 +188,26 @@ async def test_unwritable_cache_is_one_message_and_the_server_stays_up(tmp_path:
         assert (await status(c))["documents"] == 0
     finally:
         await stop(c)
+
+
+async def test_stdio_lsp_and_http_share_one_process(tmp_path: Path) -> None:
+    import socket
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    c = await start(["-m", TEST_MODEL, "--http", f"127.0.0.1:{port}"], env(tmp_path / "home"))
+    try:
+        assert (await status(c))["model"]["state"] == "error"
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as http:
+            for _ in range(100):  # uvicorn binds a moment after the LSP answers
+                try:
+                    response = await http.get("/")
+                    break
+                except httpx.ConnectError:
+                    await asyncio.sleep(0.05)
+        assert response.status_code == 200
+    finally:
+        await stop(c)
