@@ -23,6 +23,7 @@ _ERROR_TEXT = {
     422: "A field has the wrong type or value",
     429: "Too many completions queued; retry after Retry-After seconds",
     500: "The engine failed",
+    502: "The remote inference backend is down, too slow or failed (the message says which)",
     503: "The model is loading (see Retry-After) or failed to load (the message says the fix)",
 }
 _RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait", "schema": {"type": "string"}}}
@@ -32,7 +33,7 @@ def _operation(ep: Endpoint, secured: bool) -> dict[str, Any]:
     responses: dict[str, Any] = dict(ep.responses)
     statuses = set(ep.errors)
     if ep.fields is not None:
-        statuses.add(500)
+        statuses.update((500, 502))
     if secured and not ep.public:
         statuses.add(401)
     for status in sorted(statuses):

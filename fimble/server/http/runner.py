@@ -27,7 +27,7 @@ from fimble.completion.completer import Completer
 from fimble.completion.engine import Generation
 from fimble.completion.raw_requests import RawPlan
 from fimble.completion.worker import Job
-from fimble.errors import Cancelled, EngineError, FimbleError
+from fimble.errors import BackendError, Cancelled, EngineError, FimbleError
 from fimble.server.http.body import HttpError
 
 __all__ = ["Finished", "Gate", "Runner"]
@@ -166,7 +166,23 @@ class Runner:
 
         job = self._submit(plan, on_text)
         job.future.add_done_callback(lambda _f: loop.call_soon_threadsafe(updates.put_nowait, None))
-        return self._deltas(request, plan, job, updates, submitted)
+        deltas = self._deltas(request, plan, job, updates, submitted)
+        # Wait for the first piece before the response starts: a generation that fails before
+        # producing anything (backend down, engine error) is then an HTTP error status, not a 200
+        # stream carrying an error event.
+        try:
+            first: str | Finished | None = await deltas.__anext__()
+        except StopAsyncIteration:
+            first = None
+
+        async def chain() -> AsyncIterator[str | Finished]:
+            if first is None:
+                return
+            yield first
+            async for item in deltas:
+                yield item
+
+        return chain()
 
     async def _deltas(
         self,
@@ -211,6 +227,8 @@ def _result(future: Any) -> Generation:
         gen: Generation = future.result()
     except Cancelled:
         raise
+    except BackendError as err:  # the remote inference server: down, slow or failing
+        raise HttpError(502, str(err), kind="backend_error") from None
     except EngineError as err:
         raise HttpError(500, str(err), kind="engine_error") from None
     except FimbleError as err:
