@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from fimble.server.acceptance import AcceptanceLog
 from fimble.server.shared import SharedCompleter
-from fimble.server.workspace_index import IndexRunner, WorkspaceIndex, default_index
+from fimble.server.workspace_index import IndexRunner, IndexHook, default_index
 
 __all__ = ["ServeContext"]
 
@@ -21,7 +21,7 @@ class ServeContext:
 
     @classmethod
     def create(
-        cls, model: str | None = None, threads: int = 0, index: WorkspaceIndex | None = None
+        cls, model: str | None = None, threads: int = 0, index: IndexHook | None = None
     ) -> ServeContext:
         """Start loading the model right away (on the engine thread) while the editor initializes."""
         return cls(

@@ -5,8 +5,8 @@ context snippets; it never waits for it on the event loop. ``IndexRunner`` calls
 own threads (one for updates, one for retrieval with a deadline), so a slow or failing index costs
 a completion its cross-file context, never the completion itself.
 
-Until ``fimble.indexer`` provides an implementation, ``NullIndex`` does nothing; ``default_index``
-is the one place that will construct the real one.
+Until an adapter over ``fimble.indexer.WorkspaceIndex`` implements ``IndexHook``, ``NullIndex`` does
+nothing; ``default_index`` is the one place that will construct the real one.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
-__all__ = ["IndexRunner", "NullIndex", "Progress", "WorkspaceIndex", "default_index"]
+__all__ = ["IndexHook", "IndexRunner", "NullIndex", "Progress", "default_index"]
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ Progress = Callable[[int, int, str], None]
 Snippet = tuple[str, str, str]
 
 
-class WorkspaceIndex(Protocol):
+class IndexHook(Protocol):
     def configure(self, roots: Sequence[Path], exclude: Sequence[str]) -> None:
         """The workspace folders to index and extra glob patterns to skip (replaces earlier ones)."""
 
@@ -66,15 +66,15 @@ class NullIndex:
         return {"state": "none", "roots": getattr(self, "_roots", [])}
 
 
-def default_index() -> WorkspaceIndex:
+def default_index() -> IndexHook:
     """The index the server uses; the indexer issue replaces this with ``fimble.indexer``'s."""
     return NullIndex()
 
 
 class IndexRunner:
-    """Runs a ``WorkspaceIndex`` off the event loop: updates in order, retrieval with a deadline."""
+    """Runs a ``IndexHook`` off the event loop: updates in order, retrieval with a deadline."""
 
-    def __init__(self, index: WorkspaceIndex) -> None:
+    def __init__(self, index: IndexHook) -> None:
         self.index = index
         self._updates = ThreadPoolExecutor(1, thread_name_prefix="fimble-index")
         self._reads = ThreadPoolExecutor(1, thread_name_prefix="fimble-retrieve")
