@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from fimble.server.acceptance import AcceptanceLog
 from fimble.server.shared import SharedCompleter
-from fimble.server.workspace_index import IndexRunner, IndexHook, default_index
+from fimble.server.workspace_index import IndexHook, IndexRunner, default_index
 
 __all__ = ["ServeContext"]
 
