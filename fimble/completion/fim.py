@@ -139,40 +139,43 @@ class FimPrompt:
         return n
 
 
-def _keep_tail_lines(tokenize: Tokenize, text: str, budget: int) -> list[int]:
-    """The longest run of whole lines at the end of ``text`` that fits ``budget`` tokens.
+# The prefix's first line moves in steps of this many lines, so that pressing Enter does not shift the
+# whole prefix (and invalidate the model's cache for all of it) on every new line.
+_ANCHOR_LINES = 16
 
-    Cutting at line starts (not at an arbitrary token) keeps the kept text identical while the
-    user types further down, so the KV cache of the kept tokens stays valid.
+
+def _keep_tail_lines(tokenize: Tokenize, text: str, budget: int) -> list[int]:
+    """The last whole lines of ``text`` that fit ``budget`` tokens, starting at an anchor line.
+
+    Lines are measured from the end one at a time, so a large file costs only the lines that fit,
+    never a tokenization of the whole file. Cutting at line starts, in steps of ``_ANCHOR_LINES``,
+    keeps the kept text identical while the user types further down.
     """
-    tokens = tokenize(text)
-    if len(tokens) <= budget:
-        return tokens
     lines = text.splitlines(keepends=True)
-    kept: list[str] = []
-    used = 0
-    for line in reversed(lines):
-        n = len(tokenize(line))
+    start, used = len(lines), 0
+    while start > 0:
+        n = len(tokenize(lines[start - 1]))
         if used + n > budget:
             break
-        kept.append(line)
         used += n
-    return tokenize("".join(reversed(kept)))
+        start -= 1
+    if start > 0:  # round up to an anchor, giving up at most a quarter of what fits
+        step = max(1, min(_ANCHOR_LINES, (len(lines) - start) // 4))
+        start = -(-start // step) * step
+    return tokenize("".join(lines[start:]))
 
 
 def _keep_head_lines(tokenize: Tokenize, text: str, budget: int) -> list[int]:
-    tokens = tokenize(text)
-    if len(tokens) <= budget:
-        return tokens
-    kept: list[str] = []
-    used = 0
-    for line in text.splitlines(keepends=True):
-        n = len(tokenize(line))
+    """The first whole lines of ``text`` that fit ``budget`` tokens, measured one line at a time."""
+    lines = text.splitlines(keepends=True)
+    end, used = 0, 0
+    while end < len(lines):
+        n = len(tokenize(lines[end]))
         if used + n > budget:
             break
-        kept.append(line)
         used += n
-    return tokenize("".join(kept))
+        end += 1
+    return tokenize("".join(lines[:end]))
 
 
 def build_prompt(

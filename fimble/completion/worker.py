@@ -36,6 +36,13 @@ class Job(Generic[T]):
     future: Future[T] = field(default_factory=Future)
 
 
+def _fail(job: Job[Any], err: BaseException) -> None:
+    """Fail a queued job unless its future is already done (``asyncio.wrap_future`` cancels it when the
+    awaiting task is cancelled, and a done future refuses a second outcome)."""
+    if not job.future.done():
+        job.future.set_exception(err)
+
+
 class EngineWorker:
     """Runs jobs against an engine on a dedicated thread.
 
@@ -82,7 +89,7 @@ class EngineWorker:
             if old.key == key:
                 self._jobs.remove(old)
                 old.cancel.cancel("superseded")
-                old.future.set_exception(Cancelled("superseded by a newer request"))
+                _fail(old, Cancelled("superseded by a newer request"))
         if self._running is not None and self._running.key == key:
             self._running.cancel.cancel("superseded")
 
@@ -92,7 +99,7 @@ class EngineWorker:
             job.cancel.cancel()
             if job in self._jobs:
                 self._jobs.remove(job)
-                job.future.set_exception(Cancelled("cancelled"))
+                _fail(job, Cancelled("cancelled"))
 
     def _run(self) -> None:
         try:

@@ -24,21 +24,16 @@ from fimble.server.shared import SharedCompleter
 from fimble.server.workspace_index import IndexRunner
 
 __all__ = [
-    "CHARS_PER_TOKEN",
     "Query",
     "Suggester",
     "Suggestion",
     "apply_selected",
     "mid_word",
     "whole_lines",
-    "window",
 ]
 
 log = logging.getLogger(__name__)
 
-# Generous upper bound of characters per token, to cut the text sent to the engine before it is
-# tokenized: the prompt builder then trims to the token budgets exactly.
-CHARS_PER_TOKEN = 8
 _CONTEXT_TIMEOUT_S = 0.15
 
 
@@ -61,24 +56,6 @@ class Suggestion:
     stop_reason: str
     partial: bool  # cut to whole lines at the deadline
     latency_ms: float
-
-
-def window(text: str, offset: int, prefix_tokens: int, suffix_tokens: int) -> tuple[str, int]:
-    """The part of ``text`` around ``offset`` that can reach the prompt, cut at line boundaries.
-
-    Keeps tokenization off the whole file (a 1 MB file would cost a second per keystroke). The prompt
-    builder keeps the last whole lines that fit its budget, so as long as this window holds more than
-    the budget, the prompt is the same as from the whole text.
-    """
-    start = max(0, offset - prefix_tokens * CHARS_PER_TOKEN)
-    if start > 0:
-        nl = text.find("\n", start, offset)
-        start = nl + 1 if nl >= 0 else start
-    end = min(len(text), offset + suffix_tokens * CHARS_PER_TOKEN)
-    if end < len(text):
-        nl = text.rfind("\n", offset, end)
-        end = nl if nl >= 0 else end
-    return text[start:end], offset - start
 
 
 def apply_selected(text: str, offset: int, start: int, end: int, selected: str) -> tuple[str, int]:
@@ -143,7 +120,7 @@ class Suggester:
                 timeline["outcome"] = "superseded"
                 return None
         deadline = received + settings.deadline_ms / 1000
-        text, offset = window(query.text, query.offset, settings.prefix_tokens, settings.suffix_tokens)
+        text, offset = query.text, query.offset
         t0 = time.monotonic()
         context = await self.index.context_for(
             query.path, text[:offset], text[offset:], min(_CONTEXT_TIMEOUT_S, max(0.0, deadline - t0))

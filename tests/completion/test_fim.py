@@ -131,6 +131,17 @@ def test_prefix_budget_cuts_whole_lines_from_the_top() -> None:
     assert kept.startswith("line")  # a whole line, never a fragment
 
 
+def test_prefix_top_moves_in_anchor_steps_not_on_every_new_line() -> None:
+    def top(n_lines: int) -> str:
+        prefix = "".join(f"l{i:03d}\n" for i in range(n_lines)) + "x"
+        kept = "".join(map(chr, build_prompt(chars, QWEN, prefix, "", prefix_budget=400).parts[0].tokens[1:]))
+        return kept.split("\n", 1)[0]
+
+    tops = {top(n) for n in range(200, 216)}  # sixteen Enter presses
+    assert len(tops) <= 2
+    assert all(t.startswith("l") for t in tops)
+
+
 def test_suffix_budget_cuts_whole_lines_from_the_bottom() -> None:
     suffix = "".join(f"s{i}\n" for i in range(100))
     prompt = build_prompt(chars, QWEN, "x", suffix, suffix_budget=10)

@@ -71,3 +71,18 @@ def test_load_failure_is_reported_to_every_job_and_worker_stays_up() -> None:
         with pytest.raises(ModelNotFound, match="fimble models pull"):
             job.future.result(5)
     worker.close()
+
+
+def test_superseding_a_job_whose_future_was_cancelled_by_its_waiter() -> None:
+    worker = EngineWorker(FakeEngine)  # type: ignore[arg-type]
+    gate = threading.Event()
+    blocker = worker.submit(lambda e, c: gate.wait(5))
+    queued = worker.submit(lambda e, c: "old", key="doc")
+    queued.future.cancel()  # what asyncio.wrap_future does when the awaiting task is cancelled
+    newer = worker.submit(lambda e, c: "new", key="doc")  # must not raise InvalidStateError
+    worker.cancel(newer)
+    newest = worker.submit(lambda e, c: "newest", key="doc")
+    gate.set()
+    assert blocker.future.result(5) is True
+    assert newest.future.result(5) == "newest"
+    worker.close()

@@ -1,4 +1,4 @@
-"""The suggester on plain values: windows, selected items, supersede, deadline, cancel, debounce.
+"""The suggester on plain values: selected items, supersede, deadline, cancel, debounce.
 
 A stub stands in for the shared completer (one module's unit test); the real engine path is covered
 by the LSP tests in tests/server/lsp.
@@ -17,7 +17,7 @@ from fimble.completion.service import CompletionRequest, CompletionResult
 from fimble.completion.worker import Job
 from fimble.errors import Cancelled
 from fimble.server.settings import Settings
-from fimble.server.suggest import Query, Suggester, apply_selected, mid_word, whole_lines, window
+from fimble.server.suggest import Query, Suggester, apply_selected, mid_word, whole_lines
 from fimble.server.workspace_index import IndexRunner, NullIndex
 
 
@@ -60,16 +60,6 @@ async def _until(predicate: Any) -> None:
             return
         await asyncio.sleep(0.005)
     raise AssertionError("condition not reached")
-
-
-def test_window_cuts_at_line_boundaries_and_keeps_the_cursor() -> None:
-    text = "".join(f"line {i}\n" for i in range(1000))
-    offset = text.index("line 500") + 4
-    part, at = window(text, offset, prefix_tokens=10, suffix_tokens=5)
-    assert part[at:].startswith(" 500")
-    assert part.startswith("line ") and part.endswith(("\n", "")) and len(part) < 200
-    assert text[offset - at : offset - at + len(part)] == part
-    assert window("short", 2, 100, 100) == ("short", 2)
 
 
 def test_selected_item_is_applied_before_completing() -> None:
