@@ -21,9 +21,16 @@ $(STAMP): pyproject.toml
 models: install
 	@for m in $(TEST_MODELS); do $(BIN)/fimble models pull $$m || exit 1; done
 
+LSP_ADDR ?= 127.0.0.1:2087
+HTTP_ADDR ?= 127.0.0.1:8080
+
+# Pull the default model, show one completion from the command line, then run the server: LSP on TCP and
+# HTTP, after it has served itself one real completion through its own LSP socket.
 run: install
 	$(BIN)/fimble models pull $(DEFAULT_MODEL)
 	$(BIN)/fimble complete fimble/examples/dates.py:8:22 --model $(DEFAULT_MODEL)
+	$(BIN)/fimble serve --model $(DEFAULT_MODEL) --tcp $(LSP_ADDR) --http $(HTTP_ADDR) \
+		--self-test fimble/examples/dates.py:8:22
 
 test: install models lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
