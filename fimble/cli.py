@@ -33,7 +33,8 @@ class _Group(click.Group):
 def cli(verbose: int) -> None:
     """fimble: offline code completion on a CPU."""
     level = logging.WARNING - 10 * min(verbose, 2)
-    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    fmt = "%(asctime)s %(name)s %(levelname)s %(message)s"
+    logging.basicConfig(level=level, stream=sys.stderr, format=fmt)
 
 
 for _command in COMMANDS:

@@ -29,6 +29,22 @@ def parse_address(value: str, default_host: str = "127.0.0.1") -> tuple[str, int
 )
 @click.option("--http", "http", metavar="HOST:PORT", help="Also serve the HTTP API, in the same process.")
 @click.option("--api-key", envvar="FIMBLE_API_KEY", default=None, help="Key HTTP clients must send.")
+@click.option("--no-lsp", is_flag=True, help="Serve HTTP only (with --http), e.g. as a background service.")
+@click.option(
+    "--backend",
+    type=click.Choice(["local", "openai"]),
+    default="local",
+    show_default=True,
+    help="Where generation runs: this process, or an OpenAI-compatible server (--backend-url).",
+)
+@click.option(
+    "--backend-url",
+    metavar="URL",
+    help="With --backend openai: e.g. http://gpu-box:8080 (llama-server, vLLM).",
+)
+@click.option(
+    "--backend-api-key", envvar="FIMBLE_BACKEND_API_KEY", default=None, help="Key for the backend server."
+)
 @click.option(
     "--model",
     "-m",
@@ -50,6 +66,10 @@ def serve(
     tcp: str | None,
     http: str | None,
     api_key: str | None,
+    no_lsp: bool,
+    backend: str,
+    backend_url: str | None,
+    backend_api_key: str | None,
     model: str | None,
     threads: int,
     self_test: str | None,
@@ -65,6 +85,10 @@ def serve(
 
     if stdio and tcp:
         raise click.UsageError("choose --stdio or --tcp, not both")
+    if no_lsp and (stdio or tcp):
+        raise click.UsageError("--no-lsp serves HTTP only: drop --stdio/--tcp")
+    if (backend == "openai") != (backend_url is not None):
+        raise click.UsageError("--backend openai and --backend-url URL go together")
     test = None
     if self_test is not None:
         from fimble.commands.complete import offset_of, parse_location, read_source
@@ -81,6 +105,9 @@ def serve(
         http=parse_address(http) if http else None,
         api_key=api_key,
         self_test=test,
+        lsp=not no_lsp,
+        backend_url=backend_url,
+        backend_api_key=backend_api_key,
     )
     raise SystemExit(run(options))
 

@@ -21,11 +21,30 @@ class ServeContext:
 
     @classmethod
     def create(
-        cls, model: str | None = None, threads: int = 0, index: IndexHook | None = None
+        cls,
+        model: str | None = None,
+        threads: int = 0,
+        index: IndexHook | None = None,
+        backend_url: str | None = None,
+        backend_api_key: str | None = None,
     ) -> ServeContext:
-        """Start loading the model right away (on the engine thread) while the editor initializes."""
+        """Start loading the model right away (on the engine thread) while the editor initializes.
+
+        With ``backend_url`` generation runs on an OpenAI-compatible server (llama-server, vLLM) while
+        the tokenizer, prompt layout, index and caches stay here.
+        """
+        factory = None
+        if backend_url is not None:
+            from fimble.completion.completer import Completer
+            from fimble.completion.remote import load_remote_engine
+
+            def factory(m: str | None, t: int) -> Completer:
+                return Completer(
+                    m, threads=t, load=lambda: load_remote_engine(backend_url, m, api_key=backend_api_key)
+                )
+
         return cls(
-            completer=SharedCompleter(model, threads),
+            completer=SharedCompleter(model, threads, factory=factory),
             index=IndexRunner(index or default_index()),
             model=model,
             threads=threads,

@@ -27,6 +27,9 @@ class ServeOptions:
     http: tuple[str, int] | None = None
     api_key: str | None = None
     self_test: SelfTest | None = None
+    lsp: bool = True  # False: HTTP only (no stdio LSP), for running as a service
+    backend_url: str | None = None  # generate on an OpenAI-compatible server instead of locally
+    backend_api_key: str | None = None
 
 
 def _say(message: str) -> None:
@@ -63,16 +66,21 @@ async def _tcp(ctx: ServeContext, options: ServeOptions, tasks: list[asyncio.Fut
 
 
 async def _main(options: ServeOptions, stdio: tuple[object, object] | None) -> int:
-    ctx = ServeContext.create(options.model, options.threads)
+    ctx = ServeContext.create(
+        options.model,
+        options.threads,
+        backend_url=options.backend_url,
+        backend_api_key=options.backend_api_key,
+    )
     tasks: list[asyncio.Future[object]] = []
     try:
         if options.http is not None:
             tasks.append(asyncio.ensure_future(transport.serve_http(ctx, *options.http, options.api_key)))
             _say(f"HTTP server on http://{options.http[0]}:{options.http[1]}")
+        lsp = None
         if options.tcp is not None:
             await _tcp(ctx, options, tasks)
-            lsp = None
-        else:
+        elif options.lsp:
             assert stdio is not None
             lsp = asyncio.ensure_future(transport.serve_stdio(ctx, *stdio))  # type: ignore[arg-type]
             tasks.append(lsp)
@@ -97,7 +105,9 @@ def run(options: ServeOptions) -> int:
     """Run the server until the client exits (stdio) or Ctrl-C (TCP); returns the exit code."""
     if options.self_test is not None and options.tcp is None:
         raise ConfigError("--self-test needs --tcp HOST:PORT (the test connects to the server's socket)")
-    stdio = transport.protect_stdout() if options.tcp is None else None
+    if not options.lsp and options.http is None:
+        raise ConfigError("--no-lsp leaves nothing to serve: add --http HOST:PORT")
+    stdio = transport.protect_stdout() if options.tcp is None and options.lsp else None
     try:
         code = asyncio.run(_main(options, stdio))
     except KeyboardInterrupt:

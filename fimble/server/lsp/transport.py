@@ -10,7 +10,6 @@ only its connection.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import os
 import sys
@@ -142,7 +141,5 @@ def serve_http(ctx: ServeContext, host: str, port: int, api_key: str | None) -> 
             f"--http needs the HTTP server's dependencies ({err.name or err}): "
             "install them with `pip install 'fimble[http]'`"
         ) from None
-    kwargs: dict[str, Any] = {}
-    if "handle_signals" in inspect.signature(http_main).parameters:
-        kwargs["handle_signals"] = False  # Ctrl-C stops the whole process, LSP included
-    return http_main(ctx.completer, host, port, api_key, **kwargs)  # type: ignore[arg-type]
+    # Ctrl-C stops the whole process, LSP included; HTTP clients get the same index context as editors.
+    return http_main(ctx.completer, host, port, api_key, index=ctx.index, handle_signals=False)  # type: ignore[arg-type]
