@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine, Generation
+from fimble.completion.fim import FimPrompt
 from fimble.completion.loading import load_engine
 from fimble.completion.service import CompletionRequest, CompletionResult, complete
 from fimble.completion.worker import EngineWorker, Job
@@ -81,7 +82,7 @@ class Completer:
 
     def submit_tokens(
         self,
-        prompt: list[int] | Callable[[Engine], list[int]],
+        prompt: list[int] | Callable[[Engine], list[int] | FimPrompt],
         *,
         max_tokens: int,
         key: str | None = None,
@@ -89,13 +90,24 @@ class Completer:
         on_text: Callable[[str], None] | None = None,
     ) -> Job[Generation]:
         """Queue a raw generation (HTTP clients that send a ready prompt); ``prompt`` may be built on
-        the worker thread from the engine (tokenizer, FIM ids)."""
+        the worker thread from the engine (tokenizer, FIM ids). A built ``FimPrompt`` lets the engine
+        move its repository chunks in the KV cache, as for editor requests."""
         submitted = time.perf_counter()
 
         def run(engine: Engine, cancel: CancelToken) -> Generation:
             started = time.perf_counter()
-            tokens = prompt(engine) if callable(prompt) else prompt
-            gen = engine.generate(tokens, max_tokens=max_tokens, stop=stop, cancel=cancel, on_text=on_text)
+            built = prompt(engine) if callable(prompt) else prompt
+            tokens, reuse_limit = (
+                (built.tokens, built.stable_len) if isinstance(built, FimPrompt) else (built, 0)
+            )
+            gen = engine.generate(
+                tokens,
+                max_tokens=max_tokens,
+                stop=stop,
+                cancel=cancel,
+                on_text=on_text,
+                reuse_limit=reuse_limit,
+            )
             self._record(gen, queued_ms=(started - submitted) * 1000, path=None)
             return gen
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from fimble.completion.engine import Engine
-from fimble.completion.fim import build_prompt
+from fimble.completion.fim import FimPrompt, build_prompt
 from fimble.completion.postprocess import clean_completion
 from fimble.completion.raw_prompt import ContextFile, RawPrompt
 from fimble.completion.service import wants_multiline
@@ -44,7 +44,7 @@ class GenerationOptions:
 @dataclass(frozen=True)
 class RawPlan:
     fim: bool
-    build: Callable[[Engine], list[int]]
+    build: Callable[[Engine], list[int] | FimPrompt]
     stop: StopCheck
     final: Callable[[str], str]
     streamable: Callable[[str], int]
@@ -138,7 +138,7 @@ def _plan_fim(raw: RawPrompt, opts: GenerationOptions, checks: list[StopCheck]) 
     rest = ctx.suffix.split("\n", 1)[0].rstrip()
     info: dict[str, object] = {}
 
-    def build(engine: Engine) -> list[int]:
+    def build(engine: Engine) -> FimPrompt:
         # Room for the prompt: the context less the answer, a margin and the few control/path tokens.
         room = max(64, engine.n_ctx - opts.max_tokens - _MARGIN - 64)
         prefix_budget, suffix_budget = opts.prefix_budget, opts.suffix_budget
@@ -149,7 +149,7 @@ def _plan_fim(raw: RawPrompt, opts: GenerationOptions, checks: list[StopCheck]) 
         info.update(files_used=len(files), files_dropped=dropped)
         pre, suf = prefix, suffix
         for _ in range(64):
-            tokens = build_prompt(
+            prompt = build_prompt(
                 engine.tokenize,
                 engine.fim,
                 pre,
@@ -160,16 +160,16 @@ def _plan_fim(raw: RawPrompt, opts: GenerationOptions, checks: list[StopCheck]) 
                 prefix_budget=prefix_budget,
                 suffix_budget=suffix_budget,
                 context_budget=files_budget,
-            ).tokens
-            if len(tokens) <= room + 64:
-                return tokens
+            )
+            if len(prompt) <= room + 64:
+                return prompt
             # One huge line (minified code) defeats line-based budgets: halve the longer side.
             info["truncated"] = True
             if len(pre) >= len(suf):
                 pre = pre[len(pre) // 2 :]
             else:
                 suf = suf[: len(suf) // 2]
-        return tokens
+        return prompt
 
     def final(text: str) -> str:
         hit = stop_string_hit(text, stops)

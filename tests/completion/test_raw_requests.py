@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fimble.completion import raw_requests
-from fimble.completion.fim import FimTokens
+from fimble.completion.fim import FimPrompt, FimTokens
 from fimble.completion.raw_prompt import RawPrompt
 from fimble.completion.raw_requests import GenerationOptions, plan_request, stop_string_hit, stop_string_hold
 
@@ -24,7 +24,9 @@ class CharEngine:
         return [ord(c) for c in text]
 
 
-def render(tokens: list[int]) -> str:
+def render(tokens: list[int] | FimPrompt) -> str:
+    if isinstance(tokens, FimPrompt):
+        tokens = tokens.tokens
     names = {-1: "<PRE>", -2: "<SUF>", -3: "<MID>", -4: "<REPO>", -5: "<SEP>"}
     return "".join(names.get(t) or chr(t) for t in tokens)
 
@@ -37,6 +39,8 @@ def test_fim_plan_builds_the_trained_layout_from_ids() -> None:
         == "<REPO>workspace\n<SEP>u.py\nU = 1\n<SEP>app.py\n<PRE>x = <SUF>\n<MID>"
     )
     assert plan.fim and plan.path == "app.py" and plan.info["files_used"] == 1
+    built = plan.build(CharEngine())
+    assert isinstance(built, FimPrompt) and render(built.tokens[: built.stable_len]).endswith("<SEP>app.py\n")
 
 
 def test_text_plan_tokenizes_plain_text_and_keeps_the_end_when_too_long() -> None:
@@ -55,6 +59,7 @@ def test_context_files_that_do_not_fit_are_dropped_oldest_first() -> None:
     raw = RawPrompt(prefix="a", suffix="b", fim=True, files=files)
     plan = plan_request(raw, GenerationOptions(max_tokens=64, prefix_budget=1000, suffix_budget=200))
     tokens = plan.build(CharEngine(n_ctx=4096))
+    assert isinstance(tokens, FimPrompt)
     assert len(tokens) < 4096 - 64
     assert plan.info["files_dropped"] == 4
     assert "f5.py" in render(tokens) and "f0.py" not in render(tokens)
