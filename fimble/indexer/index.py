@@ -11,20 +11,25 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fimble import paths
 from fimble.errors import IndexLocked, IndexNotReady, IndexStoreError, InputError
-from fimble.indexer import bm25, reader
+from fimble.indexer import reader
 from fimble.indexer.config import IndexConfig
 from fimble.indexer.gate import Gate
 from fimble.indexer.ignore import IgnoreRules
 from fimble.indexer.lock import WriterLock
 from fimble.indexer.records import Stats, loads
 from fimble.indexer.store import Store, open_store, store_dir
-from fimble.indexer.types import Definition, Import, IndexStats, PassReport, Snippet, SymbolsNear
+from fimble.indexer.types import Definition, Import, IndexStats, PassReport, Progress, Snippet, SymbolsNear
+
+if TYPE_CHECKING:
+    from fimble.indexer.updater import Updater
+    from fimble.indexer.watch import Watcher
 
 __all__ = ["WorkspaceIndex"]
 
@@ -60,12 +65,8 @@ class WorkspaceIndex:
         self._rules = IgnoreRules(
             root, exclude=config.exclude, deny=config.deny, use_gitignore=config.use_gitignore
         )
-        self._updater = None
-        self._watcher = None
-        if lock is not None:
-            from fimble.indexer.updater import Updater  # writer side only: pulls in tree-sitter lazily
-
-            self._updater = Updater(store, root, config, self._rules, self.gate)
+        self._updater: Updater | None = None  # created on the first write: opening stays cheap
+        self._watcher: Watcher | None = None
 
     @classmethod
     def open(
@@ -107,16 +108,26 @@ class WorkspaceIndex:
 
     @property
     def writable(self) -> bool:
-        return self._updater is not None
+        return self._lock is not None
 
-    def _writer(self):  # -> Updater
+    def _writer(self) -> Updater:
         if self._closed:
             raise IndexStoreError("this index was closed; open it again")
-        if self._updater is None:
+        if self._lock is None:
             raise IndexStoreError("this index was opened read-only; open it with writable=True to update it")
+        if self._updater is None:
+            from fimble.indexer.updater import Updater  # numpy, and tree-sitter when it parses
+
+            self._updater = Updater(self._store, self.root, self.config, self._rules, self.gate)
         return self._updater
 
-    def build(self, *, rebuild: bool = False, progress=None, timeout: float | None = None) -> PassReport:
+    def build(
+        self,
+        *,
+        rebuild: bool = False,
+        progress: Callable[[Progress], None] | None = None,
+        timeout: float | None = None,
+    ) -> PassReport:
         """Run a full pass now and wait for it (``rebuild`` empties the store first).
 
         ``progress`` is called with ``Progress`` values from the writer thread.
@@ -265,6 +276,8 @@ class WorkspaceIndex:
         if exclude is not None:
             rel = self.relpath(exclude[0])
             skip = (rel, (int(exclude[1][0]), int(exclude[1][1]))) if rel is not None else None
+        from fimble.indexer import bm25  # numpy: loaded on the first search, not at open
+
         with self._snapshot() as txn:
             return bm25.search(txn, self._store.db, text, k, exclude=skip)
 

@@ -1,0 +1,141 @@
+"""Full passes: incremental updates (edit, delete, rename), the no-change re-run, the process pool."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+from fimble.indexer import IndexConfig, Progress, WorkspaceIndex
+from tests.indexer.conftest import write
+
+
+def _bump_mtime(path: Path) -> None:
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+
+
+def test_second_run_parses_nothing(index: WorkspaceIndex) -> None:
+    report = index.build()
+    assert report.parsed == 0 and report.touched == 0 and report.skipped == 0 and report.removed == 0
+    assert report.unchanged == report.scanned
+
+
+def test_touch_without_change_only_rehashes(index: WorkspaceIndex, workspace: Path) -> None:
+    _bump_mtime(workspace / "pyproj/pkg/models.py")
+    report = index.build()
+    assert (report.parsed, report.touched) == (0, 1)
+    assert index.build().touched == 0  # the new mtime was stored
+
+
+def test_edit_is_reparsed(index: WorkspaceIndex, workspace: Path) -> None:
+    path = workspace / "pyproj/pkg/models.py"
+    path.write_text(path.read_text().replace("def make_user(", "def build_user("))
+    _bump_mtime(path)
+    report = index.build()
+    assert report.parsed == 1
+    assert index.definitions("make_user") == ()
+    (found,) = index.definitions("build_user")
+    assert found.path == "pyproj/pkg/models.py"
+    assert {s.path for s in index.search("build_user")} >= {"pyproj/pkg/models.py"}
+    assert all("def make_user(" not in s.text for s in index.search("make_user name age"))
+
+
+def test_delete_is_purged(index: WorkspaceIndex, workspace: Path) -> None:
+    (workspace / "goproj/store/store.go").unlink()
+    report = index.build()
+    assert report.removed == 1
+    assert index.definitions("Store") == () and index.file_outline("goproj/store/store.go") == ()
+    assert index.imports_of("goproj/main.go")[1].targets == ()  # resolution follows the files indexed now
+    assert all(s.path != "goproj/store/store.go" for s in index.search("Store Get Put items mu"))
+
+
+def test_rename_moves_everything(index: WorkspaceIndex, workspace: Path) -> None:
+    (workspace / "pyproj/pkg/models.py").rename(workspace / "pyproj/pkg/entities.py")
+    report = index.build()
+    assert report.removed == 1 and report.parsed == 1
+    (user,) = index.definitions("User")
+    assert user.path == "pyproj/pkg/entities.py"
+    assert index.file_outline("pyproj/pkg/models.py") == ()
+    by_spec = {i.spec: i.targets for i in index.imports_of("pyproj/pkg/service.py")}
+    assert by_spec[".models"] == ()  # the old module name no longer resolves
+
+
+def test_new_file_makes_an_old_import_resolve(index: WorkspaceIndex, workspace: Path) -> None:
+    assert {i.spec: i.targets for i in index.imports_of("pyproj/pkg/service.py")}["..outside"] == ()
+    write(workspace, "pyproj/outside.py", "nothing = None\n")
+    index.build()
+    by_spec = {i.spec: i.targets for i in index.imports_of("pyproj/pkg/service.py")}
+    assert by_spec["..outside"] == ("pyproj/outside.py",)
+
+
+def test_binary_files_are_remembered_not_reread(index: WorkspaceIndex, workspace: Path) -> None:
+    assert index.build().skipped == 0  # data/blob.txt was sniffed once, in the first pass
+    blob = workspace / "data/blob.txt"
+    blob.write_text("now it is text zqnowtext\n")
+    _bump_mtime(blob)
+    index.build()
+    assert [s.path for s in index.search("zqnowtext")] == ["data/blob.txt"]
+    blob.write_bytes(b"\x00binary again zqnowtext")
+    _bump_mtime(blob)
+    index.build()
+    assert index.search("zqnowtext") == ()
+
+
+def test_file_growing_past_the_limit_is_dropped(index: WorkspaceIndex, workspace: Path) -> None:
+    path = workspace / "pyproj/main.py"
+    path.write_text(path.read_text() + "# padding\n" * 120_000)
+    index.build()
+    assert index.file_outline("pyproj/main.py") == ()
+
+
+def test_progress_is_reported(workspace: Path, config: IndexConfig) -> None:
+    seen: list[Progress] = []
+    with WorkspaceIndex.open(workspace, config) as ix:
+        ix.build(progress=seen.append)
+    assert seen[0].files_done == 0 and seen[-1].files_done == seen[-1].files_total > 20
+    assert seen[-1].bytes_done == seen[-1].bytes_total > 0
+
+
+def test_process_pool_gives_the_same_index(workspace: Path, tmp_path: Path, monkeypatch) -> None:
+    pooled = IndexConfig(workers=2, pool_min_files=1)
+    with WorkspaceIndex.open(workspace, pooled) as ix:
+        report = ix.build()
+        assert report.parsed > 20
+        answers = (ix.definitions("User"), ix.file_outline("web/src/util.ts"), ix.search("zanzibarquux"))
+    monkeypatch.setenv("FIMBLE_HOME", str(tmp_path / "other-home"))
+    with WorkspaceIndex.open(workspace, IndexConfig(workers=0)) as ix:
+        ix.build()
+        assert answers == (
+            ix.definitions("User"),
+            ix.file_outline("web/src/util.ts"),
+            ix.search("zanzibarquux"),
+        )
+
+
+def test_pass_waits_while_a_completion_runs(workspace: Path, config: IndexConfig) -> None:
+    with WorkspaceIndex.open(workspace, config) as ix:
+        seen: list[Progress] = []
+        with ix.busy():
+            future_done = threading.Event()
+            thread = threading.Thread(target=lambda: (ix.build(progress=seen.append), future_done.set()))
+            thread.start()
+            time.sleep(0.5)
+            assert not future_done.is_set()
+            assert max((p.files_done for p in seen), default=0) == 0  # not a single file while busy
+        thread.join(30)
+        assert future_done.is_set() and ix.stats().ready
+
+
+def test_pause_and_resume(workspace: Path, config: IndexConfig) -> None:
+    with WorkspaceIndex.open(workspace, config) as ix:
+        ix.build()
+        ix.pause()
+        assert ix.stats().paused
+        ix.update_buffer("pyproj/paused.py", "def paused_def(): pass\n")
+        assert not ix.flush(0.3)
+        assert ix.definitions("paused_def") == ()
+        ix.resume()
+        assert ix.flush(10)
+        assert ix.definitions("paused_def")
