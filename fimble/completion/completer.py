@@ -18,7 +18,7 @@ from fimble.completion.engine import Engine, Generation
 from fimble.completion.fim import FimPrompt
 from fimble.completion.loading import load_engine
 from fimble.completion.service import CompletionRequest, CompletionResult, complete
-from fimble.completion.worker import EngineWorker, Job
+from fimble.completion.worker import Busy, EngineWorker, Job
 
 __all__ = ["Completer", "CompleterStats"]
 
@@ -44,12 +44,15 @@ class Completer:
         threads: int = 0,
         n_ctx: int = 4096,
         load: Callable[[], Engine] | None = None,
+        busy: Busy | None = None,
     ) -> None:
         self.model = model
         self._stats = CompleterStats()
         self._lock = threading.Lock()
         self.last: dict[str, object] = {}  # the last request's timeline, for `fimble.status`
-        self.worker = EngineWorker(load or (lambda: load_engine(model, threads=threads, n_ctx=n_ctx)))
+        self.worker = EngineWorker(
+            load or (lambda: load_engine(model, threads=threads, n_ctx=n_ctx)), busy=busy
+        )
 
     @property
     def ready(self) -> bool:

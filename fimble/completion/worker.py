@@ -16,16 +16,24 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine
 from fimble.errors import Cancelled, FimbleError
 
-__all__ = ["EngineWorker", "Job"]
+__all__ = ["Busy", "EngineWorker", "Job"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+class Busy(Protocol):
+    """Told when the model starts and stops working, so background work (indexing) can step aside."""
+
+    def enter(self) -> None: ...
+
+    def exit(self) -> None: ...
 
 
 @dataclass(eq=False)
@@ -50,8 +58,11 @@ class EngineWorker:
     job (``load_error``) so the server stays up and can tell the user what to do.
     """
 
-    def __init__(self, load: Callable[[], Engine], name: str = "fimble-engine") -> None:
+    def __init__(
+        self, load: Callable[[], Engine], name: str = "fimble-engine", busy: Busy | None = None
+    ) -> None:
         self._load = load
+        self._busy = busy
         self._engine: Engine | None = None
         self.load_error: FimbleError | None = None
         self._jobs: deque[Job[Any]] = deque()
@@ -129,7 +140,7 @@ class EngineWorker:
                     job.future.set_exception(Cancelled(job.cancel.reason))
                 else:
                     assert self._engine is not None
-                    job.future.set_result(job.fn(self._engine, job.cancel))
+                    job.future.set_result(self._run_job(job))
             except BaseException as err:  # delivered to the waiting front door, never lost
                 if not job.future.done():
                     job.future.set_exception(err)
@@ -138,6 +149,16 @@ class EngineWorker:
                     self._running = None
         if self._engine is not None:
             self._engine.close()
+
+    def _run_job(self, job: Job[T]) -> T:
+        assert self._engine is not None
+        if self._busy is None:
+            return job.fn(self._engine, job.cancel)
+        self._busy.enter()
+        try:
+            return job.fn(self._engine, job.cancel)
+        finally:
+            self._busy.exit()
 
     def close(self, timeout: float | None = 10.0) -> None:
         with self._cond:

@@ -33,6 +33,7 @@ class ServeContext:
         With ``backend_url`` generation runs on an OpenAI-compatible server (llama-server, vLLM) while
         the tokenizer, prompt layout, index and caches stay here.
         """
+        hook = index or default_index()
         factory = None
         if backend_url is not None:
             from fimble.completion.completer import Completer
@@ -40,12 +41,15 @@ class ServeContext:
 
             def factory(m: str | None, t: int) -> Completer:
                 return Completer(
-                    m, threads=t, load=lambda: load_remote_engine(backend_url, m, api_key=backend_api_key)
+                    m,
+                    threads=t,
+                    busy=hook,
+                    load=lambda: load_remote_engine(backend_url, m, api_key=backend_api_key),
                 )
 
         return cls(
-            completer=SharedCompleter(model, threads, factory=factory),
-            index=IndexRunner(index or default_index()),
+            completer=SharedCompleter(model, threads, factory=factory, busy=hook),
+            index=IndexRunner(hook),
             model=model,
             threads=threads,
         )

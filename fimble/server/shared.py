@@ -14,7 +14,7 @@ from typing import Any
 
 from fimble.completion.completer import Completer, CompleterStats
 from fimble.completion.service import CompletionRequest, CompletionResult
-from fimble.completion.worker import Job
+from fimble.completion.worker import Busy, Job
 
 __all__ = ["SharedCompleter"]
 
@@ -26,8 +26,10 @@ Factory = Callable[[str | None, int], Completer]
 class SharedCompleter:
     """Forwards the ``Completer`` API to the current completer; ``ensure`` swaps it."""
 
-    def __init__(self, model: str | None, threads: int = 0, factory: Factory | None = None) -> None:
-        self._factory: Factory = factory or (lambda m, t: Completer(m, threads=t))
+    def __init__(
+        self, model: str | None, threads: int = 0, factory: Factory | None = None, busy: Busy | None = None
+    ) -> None:
+        self._factory: Factory = factory or (lambda m, t: Completer(m, threads=t, busy=busy))
         self._lock = threading.Lock()
         self._key = (model, threads)
         self._current = self._factory(model, threads)

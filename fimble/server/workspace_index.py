@@ -5,8 +5,8 @@ context snippets; it never waits for it on the event loop. ``IndexRunner`` calls
 own threads (one for updates, one for retrieval with a deadline), so a slow or failing index costs
 a completion its cross-file context, never the completion itself.
 
-Until an adapter over ``fimble.indexer.WorkspaceIndex`` implements ``IndexHook``, ``NullIndex`` does
-nothing; ``default_index`` is the one place that will construct the real one.
+``WorkspaceIndexes`` (``fimble.server.workspace_indexes``) implements it over ``fimble.indexer``;
+``NullIndex`` does nothing (tests, or a server started with no index).
 """
 
 from __future__ import annotations
@@ -45,6 +45,12 @@ class IndexHook(Protocol):
     def stats(self) -> dict[str, object]:
         """Numbers for ``fimble.status`` (files, chunks, state)."""
 
+    def enter(self) -> None:
+        """The model started a job: background indexing steps aside until ``exit``."""
+
+    def exit(self) -> None:
+        """The model's job ended."""
+
 
 class NullIndex:
     """No index: no context, nothing to rebuild."""
@@ -65,10 +71,18 @@ class NullIndex:
     def stats(self) -> dict[str, object]:
         return {"state": "none", "roots": getattr(self, "_roots", [])}
 
+    def enter(self) -> None:
+        return None
+
+    def exit(self) -> None:
+        return None
+
 
 def default_index() -> IndexHook:
-    """The index the server uses; the indexer issue replaces this with ``fimble.indexer``'s."""
-    return NullIndex()
+    """The index the server uses: a persistent, watched index per workspace folder."""
+    from fimble.server.workspace_indexes import WorkspaceIndexes
+
+    return WorkspaceIndexes()
 
 
 class IndexRunner:
@@ -121,3 +135,9 @@ class IndexRunner:
     def close(self) -> None:
         self._updates.shutdown(wait=False, cancel_futures=True)
         self._reads.shutdown(wait=False, cancel_futures=True)
+        close = getattr(self.index, "close", None)
+        if close is not None:
+            try:
+                close()  # the indexes' writer threads and LMDB environments
+            except Exception:
+                log.exception("closing the index failed")

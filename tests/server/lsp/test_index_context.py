@@ -1,0 +1,82 @@
+"""Repository context end to end: the real server indexes its workspace folder (tree-sitter, LMDB)
+and puts the imported module's signatures into the prompt of a completion in another file."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from pytest_lsp import client_capabilities
+
+from tests.server.lsp.conftest import (
+    MODEL_OPTIONS,
+    env,
+    inline_params,
+    model_path,
+    open_doc,
+    start,
+    status,
+    stop,
+    wait_model,
+)
+
+pytestmark = [pytest.mark.model, pytest.mark.asyncio(loop_scope="module")]
+
+GEOMETRY = '''"""Shapes."""
+
+
+def rectangle_area(width: float, height: float) -> float:
+    """Area of a width x height rectangle."""
+    return width * height
+
+
+def circle_area(radius: float) -> float:
+    return 3.14159 * radius * radius
+'''
+
+APP = "from shapes.geometry import rectangle_area\n\n\ndef total(rooms):\n    return sum(\n"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def client(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    root = tmp_path_factory.mktemp("workspace")
+    (root / "shapes").mkdir()
+    (root / "shapes" / "__init__.py").write_text("")
+    (root / "shapes" / "geometry.py").write_text(GEOMETRY)
+    (root / "app.py").write_text(APP)
+    home = tmp_path_factory.mktemp("home")
+    c = await start(
+        ["-m", model_path()],
+        env(home),
+        capabilities=client_capabilities("neovim@v0.11.0"),
+        options=MODEL_OPTIONS,
+        root=root,
+    )
+    c.root = root  # type: ignore[attr-defined]
+    await wait_model(c)
+    yield c
+    await stop(c)
+
+
+async def _index_ready(client: Any, timeout: float = 120.0) -> dict[str, Any]:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while True:
+        st = await status(client)
+        indexes = st["index"].get("indexes", [])
+        if (indexes and all(i.get("ready") for i in indexes)) or loop.time() > end:
+            return st
+        await asyncio.sleep(0.2)
+
+
+async def test_workspace_is_indexed_and_feeds_the_prompt(client: Any) -> None:
+    st = await _index_ready(client)
+    [index] = st["index"]["indexes"]
+    assert index["ready"] and index["files"] >= 2 and index["definitions"] >= 2
+    uri = (client.root / "app.py").as_uri()
+    open_doc(client, uri, APP)
+    await client.text_document_inline_completion_async(inline_params(uri, 4, len("    return sum(")))
+    last = (await status(client))["last"]
+    assert last["context_files"] >= 1, last
