@@ -92,7 +92,7 @@ def search(
     k: int = 5,
     *,
     exclude: tuple[str, tuple[int, int]] | None = None,
-    budget: int = 200_000,
+    budget: int = 20_000,
 ) -> tuple[Snippet, ...]:
     """The ``k`` best windows for ``text``, never two overlapping ones from the same file.
 
@@ -110,17 +110,35 @@ def search(
     weighted = sorted(
         ((idf(n, sum(len(p[0]) for p in parts)), i) for i, parts in found.items()), reverse=True
     )
-    keys, scores = [], []
+    parts: list[tuple[np.ndarray, ...]] = []
+    weights: list[float] = []
+    counts: list[int] = []
     spent = 0
-    for weight, i in weighted:
-        for fids, blocks, tfs, lens in found[i]:
-            tf = tfs.astype(np.float64)
-            scores.append(weight * (K1 + 1) * tf / (tf + K1 * (1 - B + B * lens / avg)))
-            keys.append((fids.astype(np.int64) << 16) | blocks)
-            spent += len(fids)
-        if spent >= budget:
+    for weight, i in weighted:  # rarest first; stop before a term that would blow the budget
+        size = sum(len(p[0]) for p in found[i])
+        if spent and spent + size > budget:
             break
-    return _top_windows(txn, db, np.concatenate(keys), np.concatenate(scores), k, _excluded(txn, db, exclude))
+        spent += size
+        for part in found[i]:
+            parts.append(part)
+            weights.append(weight)
+            counts.append(len(part[0]))
+    fids, blocks, tfs, lens = (np.concatenate([p[c] for p in parts]) for c in range(4))
+    tf = tfs.astype(np.float32)
+    norm = np.float32(K1 * (1 - B)) + np.float32(K1 * B / avg) * lens
+    scores = np.repeat(np.asarray(weights, np.float32) * np.float32(K1 + 1), counts) * tf / (tf + norm)
+    keys = (fids.astype(np.int64) << 16) | blocks
+    return _top_windows(txn, db, keys, scores, k, _excluded(txn, db, exclude))
+
+
+def _group_sum(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct keys (sorted) and the sum of the values of each: one sort, no inverse index."""
+    if not len(keys):
+        return keys, values
+    order = np.argsort(keys, kind="stable")
+    keys, values = keys[order], values[order]
+    starts = np.concatenate(([0], np.flatnonzero(keys[1:] != keys[:-1]) + 1))
+    return keys[starts], np.add.reduceat(values.astype(np.float64), starts)
 
 
 def _top_windows(
@@ -135,14 +153,13 @@ def _top_windows(
     if len(dead):
         live = ~np.isin((keys >> 16).astype(np.uint32), dead)
         keys, scores = keys[live], scores[live]
-    block_keys, inverse = np.unique(keys, return_inverse=True)
-    block_scores = np.bincount(inverse, weights=scores)
+    block_keys, block_scores = _group_sum(keys, scores)
     # Window w = blocks w and w+1: a block scores for the window it starts and the one before it.
     has_prev = (block_keys & 0xFFFF) > 0
-    window_keys = np.concatenate((block_keys, block_keys[has_prev] - 1))
-    window_scores = np.concatenate((block_scores, block_scores[has_prev]))
-    window_keys, inverse = np.unique(window_keys, return_inverse=True)
-    window_scores = np.bincount(inverse, weights=window_scores)
+    window_keys, window_scores = _group_sum(
+        np.concatenate((block_keys, block_keys[has_prev] - 1)),
+        np.concatenate((block_scores, block_scores[has_prev])),
+    )
     skip_fid, skip_windows = exclude
     if skip_windows:
         drop = np.isin(window_keys, (np.int64(skip_fid) << 16) | np.asarray(skip_windows, np.int64))

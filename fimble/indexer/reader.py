@@ -19,7 +19,6 @@ __all__ = ["TxnFiles", "definitions", "file_record", "identifiers", "imports_of"
 
 _FAMILY = {"typescript": "javascript", "tsx": "javascript", "c": "cpp"}
 _NEAR_IDENTIFIERS = 48
-_PER_NAME = 8
 _AMBIGUOUS = 3
 
 
@@ -131,7 +130,7 @@ def definitions(
     txn: lmdb.Transaction, db: dict, name: str, *, prefix: bool = False, limit: int = 50
 ) -> tuple[Definition, ...]:
     """Definitions named ``name`` (or qualified ``Type.name`` / ``ns::Type::name``), or starting with
-    it when ``prefix``; at most ``limit``, ordered by path then line."""
+    it when ``prefix``; at most ``limit`` (the first ones indexed), ordered by path then line."""
     short, suffix = _split_qualified(name)
     key = _b(short)
     if not key or len(key) > MAX_KEY:
@@ -148,6 +147,8 @@ def definitions(
             found = cursor.next()
     elif cursor.set_key(key):
         refs = list(cursor.iternext_dup())
+        if not suffix:
+            refs = refs[:limit]  # a name like __init__ can have thousands: decode only what is returned
     out: list[Definition] = []
     for ref in refs:
         raw = txn.get(ref, db=db["defs"])
@@ -158,6 +159,8 @@ def definitions(
         if suffix and not ("." + d.qualname.replace("::", ".")).endswith(suffix):
             continue
         out.append(d)
+        if len(out) >= limit:
+            break
     out.sort(key=lambda d: (d.path, d.span.start_line))
     return tuple(out[:limit])
 
@@ -200,6 +203,24 @@ def _family(language: str) -> str:
     return _FAMILY.get(language, language)
 
 
+def _refs(cursor: lmdb.Cursor, key: bytes, fids: list[bytes]) -> list[bytes]:
+    """References (fid + idx) to definitions named ``key`` inside the given files, by seeking to
+    each file's range among the name's duplicates: common names (``__init__``, ``get``) can have
+    thousands of definitions, of which only those few files matter."""
+    out: list[bytes] = []
+    for fid4 in fids:
+        if not cursor.set_range_dup(key, fid4):
+            continue
+        while True:
+            ref = cursor.value()
+            if ref[:4] != fid4:
+                break
+            out.append(ref)
+            if not cursor.next_dup():
+                break
+    return out
+
+
 def symbols_near(
     txn: lmdb.Transaction, db: dict, rel: str, line: int, *, radius: int = 12, limit: int = 24
 ) -> SymbolsNear:
@@ -212,29 +233,44 @@ def symbols_near(
     data = txn.get(fid_bytes(rec.fid), db=db["text"]) or b""
     spec = language_spec(rec.language)
     words = _words_near(data, line, radius, spec.keywords if spec else frozenset())
-    imported = {t for imp in imports_of(txn, db, rel) for t in imp.targets}
+    files = TxnFiles(txn, db)
+    imported: list[bytes] = []
+    for target in dict.fromkeys(t for imp in imports_of(txn, db, rel) for t in imp.targets):
+        target_rec = file_record(txn, db, target)
+        if target_rec is not None:
+            imported.append(fid_bytes(target_rec.fid))
+    own = [fid_bytes(rec.fid)]
     family = _family(rec.language)
     skip = {(d.path, d.span.start_line) for d in enclosing}
+    cursor = txn.cursor(db=db["names"])
     ranked: list[tuple[int, int, Definition]] = []
     for distance, word in enumerate(words):
-        found = definitions(txn, db, word, limit=_PER_NAME)
-        in_imports = [d for d in found if d.path in imported]
-        same_file = [d for d in found if d.path == rel]
-        if in_imports:
-            tier, chosen = 0, in_imports
-        elif same_file:
-            tier, chosen = 1, same_file
-        elif 0 < len(found) <= _AMBIGUOUS and all(_family(d.language) == family for d in found):
-            tier, chosen = 2, found
-        else:
+        key = _b(word)
+        if len(key) > MAX_KEY or not cursor.set_key(key):
             continue
-        ranked += [(tier, distance, d) for d in chosen if (d.path, d.span.start_line) not in skip]
+        count = cursor.count()
+        tier, refs = 0, _refs(cursor, key, imported)
+        if not refs:
+            tier, refs = 1, _refs(cursor, key, own)
+        if not refs and count <= _AMBIGUOUS:
+            cursor.set_key(key)
+            tier, refs = 2, list(cursor.iternext_dup())
+        for ref in refs:
+            raw = txn.get(ref, db=db["defs"])
+            if raw is None:
+                continue
+            path, language = files.file_of(ref[:4])
+            if tier == 2 and _family(language) != family:
+                continue
+            d = _definition(path, language, raw)
+            if (d.path, d.span.start_line) not in skip:
+                ranked.append((tier, distance, d))
     ranked.sort(key=lambda item: (item[0], item[1]))
     seen: set[tuple[str, int]] = set()
     referenced: list[Definition] = []
     for _, _, d in ranked:
-        key = (d.path, d.span.start_line)
-        if key not in seen:
-            seen.add(key)
+        key2 = (d.path, d.span.start_line)
+        if key2 not in seen:
+            seen.add(key2)
             referenced.append(d)
     return SymbolsNear(rel, line, enclosing, tuple(referenced[:limit]))
