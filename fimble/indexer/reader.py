@@ -181,9 +181,21 @@ def imports_of(txn: lmdb.Transaction, db: dict, rel: str) -> tuple[Import, ...]:
     return tuple(out)
 
 
-def _words_near(data: bytes, line: int, radius: int, keywords: frozenset[str]) -> list[str]:
+def _lines_near(
+    txn: lmdb.Transaction, db: dict, fid4: bytes, line: int, radius: int
+) -> tuple[list[bytes], int]:
+    """The lines of the blocks around ``line`` and the index of ``line`` among them (a big file is
+    not split whole on every keystroke)."""
+    data = txn.get(fid4, db=db["text"]) or b""
+    raw = txn.get(fid4, db=db["blocks"])
+    blocks = [b for b in loads(raw) if b[1] > line - radius and b[0] <= line + radius] if raw else []
+    if not blocks:
+        return data.split(b"\n"), line
+    return data[blocks[0][2] : blocks[-1][3]].split(b"\n"), line - blocks[0][0]
+
+
+def _words_near(lines: list[bytes], line: int, radius: int, keywords: frozenset[str]) -> list[str]:
     """Identifiers within ``radius`` lines of ``line``, nearest lines first, each once."""
-    lines = data.split(b"\n")
     line = min(max(line, 0), max(len(lines) - 1, 0))
     order = [line]
     for step in range(1, radius + 1):
@@ -230,9 +242,9 @@ def symbols_near(
         return SymbolsNear(rel, line, (), ())
     local = outline(txn, db, rel)
     enclosing = tuple(d for d in local if d.span.contains_line(line))
-    data = txn.get(fid_bytes(rec.fid), db=db["text"]) or b""
     spec = language_spec(rec.language)
-    words = _words_near(data, line, radius, spec.keywords if spec else frozenset())
+    lines, at = _lines_near(txn, db, fid_bytes(rec.fid), line, radius)
+    words = _words_near(lines, at, radius, spec.keywords if spec else frozenset())
     files = TxnFiles(txn, db)
     imported: list[bytes] = []
     for target in dict.fromkeys(t for imp in imports_of(txn, db, rel) for t in imp.targets):

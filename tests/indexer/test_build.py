@@ -139,3 +139,41 @@ def test_pause_and_resume(workspace: Path, config: IndexConfig) -> None:
         ix.resume()
         assert ix.flush(10)
         assert ix.definitions("paused_def")
+
+
+def test_reads_during_a_pass_see_consistent_snapshots(tmp_path: Path) -> None:
+    """Queries from several threads while the writer commits batch after batch: every answer comes
+    from one committed state (a file's outline is all-old or all-new, never mixed)."""
+    root = tmp_path / "ws"
+    for i in range(120):
+        write(root, f"m/mod_{i}.py", "".join(f"def f{i}_{j}(): return {j}\n" for j in range(30)))
+    config = IndexConfig(workers=0, batch_files=5, batch_seconds=0.01)
+    with WorkspaceIndex.open(root, config) as ix:
+        ix.build()
+        for i in range(120):
+            write(root, f"m/mod_{i}.py", "".join(f"def g{i}_{j}(): return {j}\n" for j in range(30)))
+            _bump_mtime(root / f"m/mod_{i}.py")
+        errors: list[BaseException] = []
+        done = threading.Event()
+
+        def reader() -> None:
+            try:
+                while not done.is_set():
+                    for i in (0, 59, 119):
+                        names = {d.name[0] for d in ix.file_outline(f"m/mod_{i}.py")}
+                        assert names in ({"f"}, {"g"}), names
+                    ix.search("return")
+                    ix.symbols_near("m/mod_5.py", 3)
+            except BaseException as err:
+                errors.append(err)
+
+        threads = [threading.Thread(target=reader) for _ in range(3)]
+        for t in threads:
+            t.start()
+        report = ix.build()
+        done.set()
+        for t in threads:
+            t.join(10)
+        assert not errors, errors[0]
+        assert report.parsed == 120
+        assert {d.name[0] for d in ix.file_outline("m/mod_0.py")} == {"g"}
