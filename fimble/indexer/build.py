@@ -44,8 +44,8 @@ __all__ = ["ProgressFn", "run_pass", "worker_config"]
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[Progress], None]
-_GROUP_FILES = 16
-_GROUP_BYTES = 384 * 1024
+_GROUP_FILES = 32
+_GROUP_BYTES = 768 * 1024
 
 
 def worker_config(config: IndexConfig) -> WorkerConfig:
@@ -225,7 +225,8 @@ def _analyze_pooled(
     stop: threading.Event,
     tracker: _Tracker,
 ) -> bool:
-    groups = _groups(tasks, entries)
+    by_size = sorted(range(len(tasks)), key=lambda i: -entries[i].size)  # big files first: no long tail
+    groups = _groups([tasks[i] for i in by_size], [entries[i] for i in by_size])
     pool = ProcessPoolExecutor(
         max_workers=config.workers,
         mp_context=multiprocessing.get_context("spawn"),

@@ -25,6 +25,8 @@ from collections import _count_elements  # Counter's C core, without Counter's P
 from dataclasses import dataclass
 from importlib import resources
 from itertools import accumulate, chain, repeat
+from operator import add
+from typing import NamedTuple
 
 __all__ = ["Block", "Lexical", "analyze", "query_terms", "stopwords", "term_hash", "words"]
 
@@ -35,8 +37,7 @@ _SEED = 0x9E3779B9
 _crc = zlib.crc32
 
 
-@dataclass(frozen=True, slots=True)
-class Block:
+class Block(NamedTuple):
     """Lines [start_line, end_line) at bytes [start_byte, end_byte)."""
 
     start_line: int
@@ -98,27 +99,25 @@ def _blocks(data: bytes, stride: int, block_bytes: int) -> tuple[int, list[Block
     lines = data.split(b"\n")
     n_lines = max(len(lines) - 1 if data.endswith(b"\n") else len(lines), 1)
     stride = max(stride, -(-n_lines // _MAX_BLOCKS))
-    cum = list(accumulate(map(len, lines)))  # line i starts at cum[i-1] + i
-    size = len(data)
-
-    def offset(line: int) -> int:
-        return min(cum[line - 1] + line, size) if line else 0
-
+    # starts[i] = byte offset of line i (the last entry: the end of the data)
+    cum = accumulate(map(len, lines))  # line i starts at (length of lines before it) + i newlines
+    starts = [0, *map(add, cum, range(1, n_lines))]
+    starts.append(len(data))
     blocks: list[Block] = []
     line = 0
     while line < n_lines:
         end = min(line + stride, n_lines)
-        start_byte = offset(line)
-        if offset(end) - start_byte > block_bytes:
+        start_byte = starts[line]
+        if starts[end] - start_byte > block_bytes:
             low, high = line + 1, end  # the last end whose block still fits (at least one line)
             while low < high:
                 mid = (low + high + 1) // 2
-                if offset(mid) - start_byte <= block_bytes:
+                if starts[mid] - start_byte <= block_bytes:
                     low = mid
                 else:
                     high = mid - 1
             end = low
-        blocks.append(Block(line, end, start_byte, offset(end)))
+        blocks.append(Block(line, end, start_byte, starts[end]))
         line = end
     return n_lines, blocks
 

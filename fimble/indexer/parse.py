@@ -15,6 +15,7 @@ import re
 import threading
 from dataclasses import dataclass
 from importlib import resources
+from typing import NamedTuple
 
 import tree_sitter as ts
 
@@ -35,9 +36,9 @@ _STRING_PREFIX = re.compile(r"^[rRbBuUfF]{0,2}(\"\"\"|'''|\"|')")
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
 
 
-@dataclass(frozen=True, slots=True)
-class ParsedDef:
-    """A definition as found in one file; lines and columns are 0-based, columns in UTF-8 bytes."""
+class ParsedDef(NamedTuple):
+    """A definition as found in one file; lines and columns are 0-based, columns in UTF-8 bytes.
+    (A tuple: the worker stores it as is, ``tuple(d)``, without per-field copying.)"""
 
     kind: str
     name: str
@@ -205,23 +206,10 @@ def _resolve_scopes(spec: LanguageSpec, source: bytes, items: list[_Found]) -> l
         outer = _outer(spec, node)
         start_row, start_col = node.start_point
         end_row, end_col = node.end_point
+        doc = _docstring(source, item.doc) if item.doc is not None else _comment_doc(spec, source, outer)
+        signature = _signature(source, outer, node, item.body)
         out.append(
-            ParsedDef(
-                kind=kind,
-                name=name,
-                qualname=qualname,
-                scope=scope,
-                start_line=start_row,
-                start_col=start_col,
-                end_line=end_row,
-                end_col=end_col,
-                signature=_signature(source, outer, node, item.body),
-                doc=(
-                    _docstring(source, item.doc)
-                    if item.doc is not None
-                    else _comment_doc(spec, source, outer)
-                ),
-            )
+            ParsedDef(kind, name, qualname, scope, start_row, start_col, end_row, end_col, signature, doc)
         )
     return out
 

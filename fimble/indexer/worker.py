@@ -169,21 +169,7 @@ def analyze_bytes(
             language, spec = TEXT, None
         else:
             has_errors = found.has_errors
-            definitions = [
-                (
-                    d.kind,
-                    d.name,
-                    d.qualname,
-                    d.scope,
-                    d.start_line,
-                    d.start_col,
-                    d.end_line,
-                    d.end_col,
-                    d.signature,
-                    d.doc,
-                )
-                for d in found.definitions
-            ]
+            definitions = list(map(tuple, found.definitions))
             imports = [(i.flavor, i.spec, i.names, i.line, i.wildcard) for i in found.imports]
     lex = lexical.analyze(
         data,
@@ -206,7 +192,7 @@ def analyze_bytes(
         definitions=definitions,
         imports=imports,
         identifiers=b"\n".join(lex.identifiers),
-        blocks=[(b.start_line, b.end_line, b.start_byte, b.end_byte) for b in lex.blocks],
+        blocks=list(map(tuple, lex.blocks)),
         hashes=lex.hashes,
         entry_blocks=lex.entry_blocks,
         tfs=lex.tfs,
