@@ -3,8 +3,9 @@
 Every write batch adds a segment; a query reads one bucket per segment per term, so segments must stay
 few. The policy (checked by the writer thread when it is idle):
 
-* more than ``MAX_SEGMENTS`` segments: merge the smallest ones down to ``KEEP_SEGMENTS``;
-* at least ``TINY_COUNT`` tiny segments (editor saves make one each): merge those;
+* more than ``MAX_SEGMENTS`` sizeable segments: merge the smallest ones down to ``KEEP_SEGMENTS``;
+* at least ``TINY_COUNT`` tiny segments (editor saves make one each): merge those. Tiny segments are
+  nearly free for queries (a term's bucket rarely has one), so they are allowed to pile up a little;
 * dead fids (replaced or deleted file versions) outnumber a quarter of the live files: merge everything,
   which drops them all.
 
@@ -36,8 +37,9 @@ log = logging.getLogger(__name__)
 MAX_SEGMENTS = 8
 KEEP_SEGMENTS = 4
 TINY_ENTRIES = 20000
-TINY_COUNT = 4
-CHUNK_BUCKETS = 128
+TINY_COUNT = 16
+CHUNK_ENTRIES = 200_000  # postings merged per write transaction, about 50 ms of work...
+MAX_CHUNK_BUCKETS = 512  # ...and never more buckets than this: an update waits for one chunk at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +76,7 @@ def plan(store: Store) -> Plan | None:
     tiny = [s[0] for s in segs if s[2] < TINY_ENTRIES]
     if heavy_dead:
         sources, full = [s[0] for s in segs], True
-    elif len(segs) > MAX_SEGMENTS:
+    elif len(segs) - len(tiny) > MAX_SEGMENTS:
         sources, full = [s[0] for s in by_size[: len(segs) - KEEP_SEGMENTS + 1]], False
     elif len(tiny) >= TINY_COUNT:
         sources, full = tiny, False
@@ -96,20 +98,41 @@ def compact(
     if job is None:
         return False
     store.write(lambda txn: _start(txn, store.db, job))
+    with store.read() as txn:
+        sizes = {s: entries for s, _, entries in _segments(txn, store.db)}
+    per_bucket = max(sum(sizes.get(s, 0) for s in job.sources) / postings.N_BUCKETS, 1.0)
+    chunk = int(min(MAX_CHUNK_BUCKETS, max(32, CHUNK_ENTRIES / per_bucket)))
     bucket = job.next_bucket
-    while bucket < postings.N_BUCKETS:
-        if gate is not None and not gate.wait_idle(stop):
-            return False
-        if (stop is not None and stop.is_set()) or (interrupt is not None and interrupt()):
-            return False
-        end = min(bucket + CHUNK_BUCKETS, postings.N_BUCKETS)
-        store.write(lambda txn, a=bucket, z=end: _merge_chunk(txn, store.db, job, a, z))
-        bucket = end
-    store.write(lambda txn: _finish(txn, store.db, job))
+    first = True
+    try:
+        while bucket < postings.N_BUCKETS:
+            if gate is not None and not gate.wait_idle(stop):
+                return False
+            # At least one chunk per call, so a steady stream of updates cannot starve the merge.
+            if (stop is not None and stop.is_set()) or (not first and interrupt is not None and interrupt()):
+                return False
+            first = False
+            end = min(bucket + chunk, postings.N_BUCKETS)
+            store.write(lambda txn, a=bucket, z=end: _merge_chunk(txn, store.db, job, a, z))
+            bucket = end
+        store.write(lambda txn: _finish(txn, store.db, job))
+    except _Stale:
+        return False
     log.info(
         "merged %d postings segment(s)%s", len(job.sources), " and dropped stale entries" if job.full else ""
     )
     return True
+
+
+class _Stale(Exception):
+    """The merge recorded in the store is not the one this caller planned (someone else finished or
+    advanced it): stop rather than write a chunk twice."""
+
+
+def _check(txn: lmdb.Transaction, db: dict, job: Plan, at: int) -> None:
+    raw = txn.get(b"compact", db=db["meta"])
+    if raw is None or tuple(loads(raw))[:2] != (job.target, job.sources) or loads(raw)[4] != at:
+        raise _Stale
 
 
 def _start(txn: lmdb.Transaction, db: dict, job: Plan) -> None:
@@ -129,6 +152,7 @@ def _dead(txn: lmdb.Transaction, db: dict) -> np.ndarray:
 
 
 def _merge_chunk(txn: lmdb.Transaction, db: dict, job: Plan, first: int, end: int) -> None:
+    _check(txn, db, job, first)
     post = db["post"]
     dead = _dead(txn, db)
     sources = set(job.sources)
@@ -159,6 +183,7 @@ def _merge_chunk(txn: lmdb.Transaction, db: dict, job: Plan, first: int, end: in
 
 def _finish(txn: lmdb.Transaction, db: dict, job: Plan) -> None:
     """Register the merged segment, retarget file records, and forget dead fids a full merge dropped."""
+    _check(txn, db, job, postings.N_BUCKETS)
     segs = db["segs"]
     files = entries = 0
     for seg in job.sources:

@@ -180,9 +180,10 @@ class WorkspaceIndex:
         if rel is not None:
             self._writer().change(rel, "remove")
 
-    def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every requested update is stored; True unless ``timeout`` ran out."""
-        return self._updater.flush(timeout) if self._updater is not None else True
+    def flush(self, timeout: float | None = None, *, maintenance: bool = False) -> bool:
+        """Wait until every requested update is stored; True unless ``timeout`` ran out. With
+        ``maintenance``, also wait for the postings compaction that runs after updates."""
+        return self._updater.flush(timeout, maintenance=maintenance) if self._updater is not None else True
 
     @contextmanager
     def busy(self) -> Iterator[None]:
@@ -283,6 +284,8 @@ class WorkspaceIndex:
 
     def stats(self) -> IndexStats:
         """Counts and sizes; never raises ``IndexNotReady`` (``ready`` says whether it is built)."""
+        if self._closed:
+            raise IndexStoreError("this index was closed; open it again")
         store = self._store
         with store.read() as txn:
             db = store.db

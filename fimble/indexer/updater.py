@@ -16,6 +16,7 @@ import logging
 import os
 import threading
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,17 @@ class _Change:
     data: bytes | None = None
 
 
+def _warm_up() -> None:
+    """Load tree-sitter and numpy now, in the background: full passes parse in pool processes, so
+    otherwise the first saved buffer would pay for these imports (~200 ms) on its own."""
+    try:
+        import numpy  # noqa: F401
+
+        from fimble.indexer import parse  # noqa: F401
+    except ImportError:  # pragma: no cover - reported when actually used
+        pass
+
+
 class Updater:
     """Owns the writer thread; every method may be called from any thread."""
 
@@ -57,6 +69,7 @@ class Updater:
         self._passes: deque[tuple[bool, ProgressFn | None, Future[PassReport]]] = deque()
         self._changes: dict[str, _Change] = {}
         self._working = False
+        self._maintaining = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -90,12 +103,16 @@ class Updater:
         with self._cond:
             return len(self._passes) + len(self._changes) + (1 if self._working else 0)
 
-    def flush(self, timeout: float | None = None) -> bool:
-        """Wait until everything requested so far is stored (or ``timeout`` seconds passed)."""
+    def flush(self, timeout: float | None = None, *, maintenance: bool = False) -> bool:
+        """Wait until everything requested so far is stored (or ``timeout`` seconds passed); with
+        ``maintenance``, also until the segment compaction that follows updates is done."""
+
+        def settled() -> bool:
+            busy = self._passes or self._changes or self._working or (maintenance and self._maintaining)
+            return not busy or self._stop.is_set()
+
         with self._cond:
-            return self._cond.wait_for(
-                lambda: not (self._passes or self._changes or self._working) or self._stop.is_set(), timeout
-            )
+            return self._cond.wait_for(settled, timeout)
 
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
@@ -112,6 +129,7 @@ class Updater:
     # -- the thread ---------------------------------------------------------------------------------
 
     def _run(self) -> None:
+        _warm_up()
         while not self._stop.is_set():
             with self._cond:
                 self._cond.wait_for(lambda: self._passes or self._changes or self._stop.is_set())
@@ -124,24 +142,29 @@ class Updater:
                         rel = next(iter(self._changes))
                         changes.append((rel, self._changes.pop(rel)))
                 self._working = True
-            try:
-                if job is not None:
-                    self._run_pass(*job)
-                else:
-                    self._apply(changes)
-                    self._compact()
-            except FimbleError as err:
-                self.last_error = err
-                log.error("index update failed: %s", err)
-            except Exception:
-                log.exception("index update failed")
-            finally:
+            self._guarded(self._run_pass, *job) if job is not None else self._guarded(self._apply, changes)
+            with self._cond:
+                self._working = False  # flush() waits for updates, not for the maintenance below
+                self._maintaining = job is None
+                self._cond.notify_all()
+            if job is None:
+                self._guarded(self._compact)
                 with self._cond:
-                    self._working = False
+                    self._maintaining = False
                     self._cond.notify_all()
         with self._cond:
             self._working = False
             self._cond.notify_all()
+
+    def _guarded(self, fn: Callable[..., object], *args: object) -> None:
+        """Run one step; a failure is logged and kept in ``last_error``, never fatal to the thread."""
+        try:
+            fn(*args)
+        except FimbleError as err:
+            self.last_error = err
+            log.error("index update failed: %s", err)
+        except Exception:
+            log.exception("index update failed")
 
     def _run_pass(self, rebuild: bool, progress: ProgressFn | None, future: Future[PassReport]) -> None:
         if not future.set_running_or_notify_cancel():
