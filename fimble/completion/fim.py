@@ -21,6 +21,9 @@ from fimble.errors import ModelUnsupported
 from fimble.models.fim_tokens import REQUIRED_ROLES, Family, families
 
 __all__ = [
+    "CONTEXT_TOKENS",
+    "PREFIX_TOKENS",
+    "SUFFIX_TOKENS",
     "FimPrompt",
     "FimTokens",
     "PromptPart",
@@ -30,6 +33,13 @@ __all__ = [
 ]
 
 Tokenize = Callable[[str], list[int]]
+
+# Token budgets, the defaults of every front door. Everything after the cursor is evaluated again
+# on each keystroke (its KV depends on the text before it), so the suffix is kept short: measured on
+# 30 masked stdlib lines, 128 suffix tokens matched 5 and 32 matched 4, at a quarter of the cost.
+PREFIX_TOKENS = 1536
+SUFFIX_TOKENS = 64
+CONTEXT_TOKENS = 1024
 
 
 @dataclass(frozen=True)
@@ -187,9 +197,9 @@ def build_prompt(
     path: str | None = None,
     repo: str | None = None,
     files: Sequence[tuple[str, str, str]] = (),
-    prefix_budget: int = 1536,
-    suffix_budget: int = 256,
-    context_budget: int = 1024,
+    prefix_budget: int = PREFIX_TOKENS,
+    suffix_budget: int = SUFFIX_TOKENS,
+    context_budget: int = CONTEXT_TOKENS,
 ) -> FimPrompt:
     """Assemble a FIM prompt, most stable part first.
 

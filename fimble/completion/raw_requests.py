@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from fimble.completion.engine import Engine
-from fimble.completion.fim import FimPrompt, build_prompt
+from fimble.completion.fim import PREFIX_TOKENS, SUFFIX_TOKENS, FimPrompt, build_prompt
 from fimble.completion.postprocess import clean_completion
 from fimble.completion.raw_prompt import ContextFile, RawPrompt
 from fimble.completion.service import wants_multiline
@@ -37,8 +37,8 @@ class GenerationOptions:
     t_max_predict_ms: float | None = None  # llama.cpp: stop after this long once a newline exists
     n_indent: int = 0  # llama.cpp: stop at a new line indented less than this
     multiline: bool | None = None  # None: fimble decides from the cursor (FIM only)
-    prefix_budget: int = 1536
-    suffix_budget: int = 256
+    prefix_budget: int = PREFIX_TOKENS
+    suffix_budget: int = SUFFIX_TOKENS
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine, Generation
-from fimble.completion.fim import build_prompt
+from fimble.completion.fim import PREFIX_TOKENS, SUFFIX_TOKENS, build_prompt
 from fimble.completion.postprocess import clean_completion
 from fimble.completion.stops import StopContext, make_stop_check
 
@@ -28,8 +28,8 @@ class CompletionRequest:
     max_tokens: int = 64
     multiline: bool | None = None  # None: decide from the cursor's surroundings
     context_files: tuple[tuple[str, str, str], ...] = field(default=())  # (path, text, reason)
-    prefix_budget: int = 1536
-    suffix_budget: int = 256
+    prefix_budget: int = PREFIX_TOKENS
+    suffix_budget: int = SUFFIX_TOKENS
 
     @property
     def prefix(self) -> str:

@@ -4,7 +4,7 @@ Clients send settings in ``initializationOptions`` and ``workspace/didChangeConf
 ``workspace/configuration``), either bare or under a ``"fimble"`` key, with camelCase names::
 
     {"model": "qwen2.5-coder-1.5b", "threads": 0, "maxTokens": 64, "multiline": "auto",
-     "debounceMs": 0, "deadlineMs": 4000, "prefixTokens": 1536, "suffixTokens": 256,
+     "debounceMs": 0, "deadlineMs": 4000, "prefixTokens": 1536, "suffixTokens": 64,
      "languages": {"markdown": false, "*": true}, "index": {"exclude": ["**/vendor/**"]},
      "enable": true, "completionFallback": "auto", "acceptanceLog": true}
 
@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
+
+from fimble.completion.fim import PREFIX_TOKENS, SUFFIX_TOKENS
 
 __all__ = ["Resolved", "Settings", "merge_raw", "resolve", "section"]
 
@@ -34,8 +36,8 @@ class Settings:
     multiline: str = "auto"  # auto | always | never
     debounce_ms: int = 0  # server-side debounce of automatic requests; 0 when the client debounces
     deadline_ms: int = 4000  # per request, from arrival; a late request returns its whole lines
-    prefix_tokens: int = 1536  # context budget before the cursor
-    suffix_tokens: int = 256  # and after it
+    prefix_tokens: int = PREFIX_TOKENS  # context budget before the cursor
+    suffix_tokens: int = SUFFIX_TOKENS  # and after it (evaluated again on every keystroke)
     languages: tuple[tuple[str, bool], ...] = ()  # languageId -> enabled; "*" for the rest
     index_exclude: tuple[str, ...] = ()  # extra glob patterns the indexer skips
     completion_fallback: str = "auto"  # textDocument/completion: auto (no inline support) | always | never
