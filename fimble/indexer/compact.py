@@ -39,7 +39,7 @@ KEEP_SEGMENTS = 4
 TINY_ENTRIES = 20000
 TINY_COUNT = 16
 CHUNK_ENTRIES = 200_000  # postings merged per write transaction, about 50 ms of work...
-MAX_CHUNK_BUCKETS = 512  # ...and never more buckets than this: an update waits for one chunk at most
+MAX_CHUNK_BUCKETS = 128  # ...and never more buckets than this: an update waits for one chunk at most
 
 
 @dataclass(frozen=True, slots=True)

@@ -142,9 +142,10 @@ class WorkspaceIndex:
         """Server mode: index in the background (pass, then watcher events) and return at once."""
         updater = self._writer()
         if initial_pass:
-            updater.request_pass()
+            updater.warm_grammars(after=updater.request_pass())
         else:
             updater.start()
+            updater.warm_grammars()
         if watch and self._watcher is None:
             from fimble.indexer.watch import Watcher
 

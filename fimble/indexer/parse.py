@@ -21,7 +21,7 @@ import tree_sitter as ts
 
 from fimble.indexer.languages import LanguageSpec, language_spec
 
-__all__ = ["Extraction", "ParsedDef", "ParsedImport", "extract", "query_source"]
+__all__ = ["Extraction", "ParsedDef", "ParsedImport", "extract", "query_source", "warm"]
 
 _MAX_SIGNATURE_LINES = 8
 _MAX_SIGNATURE_CHARS = 400
@@ -95,6 +95,11 @@ def _grammar(name: str) -> tuple[ts.Language, ts.Query]:
     module, func = spec.grammar.split(":")
     language = ts.Language(getattr(importlib.import_module(module), func)())
     return language, ts.Query(language, query_source(spec))
+
+
+def warm(language: str) -> None:
+    """Load a grammar and compile its query ahead of the first file that needs them."""
+    _parser(language)
 
 
 _local = threading.local()
