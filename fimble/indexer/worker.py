@@ -13,6 +13,8 @@ import logging
 import os
 import re
 import sys
+import threading
+import time
 from dataclasses import dataclass
 
 from fimble.indexer import lexical
@@ -108,14 +110,30 @@ _config: WorkerConfig | None = None
 
 
 def init_worker(config: WorkerConfig, nice: int = 10) -> None:
-    """Pool initializer: remember the config, lower priority, keep stdout clean (LSP over stdio)."""
+    """Pool initializer: remember the config, lower priority, keep stdout clean (LSP over stdio),
+    and leave when the parent dies."""
     global _config
     _config = config
+    _exit_with_parent()
     with contextlib.suppress(OSError, ValueError, AttributeError):
         os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     if nice and hasattr(os, "nice"):
         with contextlib.suppress(OSError):
             os.nice(nice)
+
+
+def _exit_with_parent(poll: float = 0.5) -> None:
+    """A parent killed by SIGKILL cannot shut its pool down, and the workers would wait forever on a
+    queue whose other end their siblings keep open: watch the parent and exit when it is gone."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(poll)
+            if os.getppid() != parent:
+                os._exit(0)
+
+    threading.Thread(target=watch, name="fimble-parent-watch", daemon=True).start()
 
 
 def analyze_group(tasks: list[Task]) -> list[Result]:

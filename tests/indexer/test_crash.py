@@ -117,6 +117,27 @@ def _kill(proc: subprocess.Popen) -> None:
     proc.wait(30)
 
 
+def _assert_no_orphaned_workers() -> None:
+    """Pool workers of a SIGKILLed parent must not linger (they watch their parent)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        orphans = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if stat[1] == "1" and b"spawn_main" in cmdline and str(ROOT).encode() in cmdline:
+                orphans.append(entry.name)
+        if not orphans:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"orphaned pool workers: {orphans}")
+
+
 def test_sigkill_at_random_points_then_converge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rng = random.Random(20260101)
     workspace = tmp_path / "ws"
@@ -157,5 +178,6 @@ def test_sigkill_at_random_points_then_converge(tmp_path: Path, monkeypatch: pyt
         ix.build()
         clean = _snapshot(ix)
     assert crashed.keys() == clean.keys()
+    _assert_no_orphaned_workers()
     for key in clean:
         assert crashed[key] == clean[key], key
