@@ -5,7 +5,7 @@ few. The policy (checked by the writer thread when it is idle):
 
 * more than ``MAX_SEGMENTS`` sizeable segments: merge the smallest ones down to ``KEEP_SEGMENTS``;
 * at least ``TINY_COUNT`` tiny segments (editor saves make one each): merge those. Tiny segments are
-  nearly free for queries (a term's bucket rarely has one), so they are allowed to pile up a little;
+  cheap for queries (a term's bucket rarely has one), so a few may pile up before a merge;
 * dead fids (replaced or deleted file versions) outnumber a quarter of the live files: merge everything,
   which drops them all.
 
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 MAX_SEGMENTS = 8
 KEEP_SEGMENTS = 4
 TINY_ENTRIES = 20000
-TINY_COUNT = 16
+TINY_COUNT = 8
 CHUNK_ENTRIES = 200_000  # postings merged per write transaction, about 50 ms of work...
 MAX_CHUNK_BUCKETS = 128  # ...and never more buckets than this: an update waits for one chunk at most
 
