@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -231,7 +232,7 @@ def _analyze_pooled(
         max_workers=config.workers,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=init_worker,
-        initargs=(worker_config(config), config.worker_nice),
+        initargs=(worker_config(config), config.worker_nice, os.getpid()),
     )
     inflight: dict[Future, tuple[list[Task], int]] = {}
     next_group = 0

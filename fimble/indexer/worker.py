@@ -109,12 +109,12 @@ Result = FileDoc | Touch | Skip
 _config: WorkerConfig | None = None
 
 
-def init_worker(config: WorkerConfig, nice: int = 10) -> None:
+def init_worker(config: WorkerConfig, nice: int = 10, parent: int | None = None) -> None:
     """Pool initializer: remember the config, lower priority, keep stdout clean (LSP over stdio),
-    and leave when the parent dies."""
+    and leave when the parent (pid ``parent``) dies."""
     global _config
     _config = config
-    _exit_with_parent()
+    _exit_with_parent(parent if parent is not None else os.getppid())
     with contextlib.suppress(OSError, ValueError, AttributeError):
         os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     if nice and hasattr(os, "nice"):
@@ -122,10 +122,12 @@ def init_worker(config: WorkerConfig, nice: int = 10) -> None:
             os.nice(nice)
 
 
-def _exit_with_parent(poll: float = 0.5) -> None:
+def _exit_with_parent(parent: int, poll: float = 0.5) -> None:
     """A parent killed by SIGKILL cannot shut its pool down, and the workers would wait forever on a
-    queue whose other end their siblings keep open: watch the parent and exit when it is gone."""
-    parent = os.getppid()
+    queue whose other end their siblings keep open: watch the parent and exit when it is gone (it
+    may already be, if it died while this process was starting)."""
+    if os.getppid() != parent:
+        os._exit(0)
 
     def watch() -> None:
         while True:
