@@ -4,7 +4,7 @@ Runs on every byte of the workspace, so it is built around what CPython does in 
 ``findall`` per block (invalid UTF-8 costs nothing, no decode), Counter's C counting loop,
 ``chain``/``map`` to flatten. Terms are case-sensitive identifiers (code spells a name the same way
 everywhere; one tokenisation serves both BM25 and "identifiers used") minus the stop words in
-``data/stopwords.txt``; non-ASCII words are not terms.
+``data/stopwords.toml``; non-ASCII words are not terms.
 
 A file is cut into *blocks* of ``stride`` lines (capped in bytes, so minified one-line files still
 split); a retrieval *window* is two consecutive blocks, so windows overlap their neighbours by half.
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
+import tomllib
 import zlib
 from array import array
 from collections import _count_elements  # Counter's C core, without Counter's Python overhead
@@ -69,8 +70,8 @@ def term_hash(term: bytes) -> int:
 @functools.cache
 def stopwords() -> frozenset[bytes]:
     """Stop words as listed, Capitalised and UPPER, plus single characters."""
-    text = resources.files("fimble.indexer.data").joinpath("stopwords.txt").read_text("utf-8")
-    listed = [w for line in text.splitlines() for w in line.split("#", 1)[0].split()]
+    text = resources.files("fimble.indexer.data").joinpath("stopwords.toml").read_text("utf-8")
+    listed = tomllib.loads(text)["words"].split()
     forms = {f for w in listed for f in (w, w.capitalize(), w.upper())}
     forms |= {chr(c) for c in range(ord("a"), ord("z") + 1)} | {chr(c) for c in range(ord("A"), ord("Z") + 1)}
     forms.add("_")
