@@ -37,6 +37,7 @@ class WorkspaceIndexes:
         self._indexes: dict[Path, WorkspaceIndex] = {}  # root -> WorkspaceIndex
         self._gatherers: dict[Path, ContextGatherer] = {}
         self._busy = 0
+        self._configured = False
         self.errors: list[str] = []
 
     # -- IndexHook -------------------------------------------------------------------------------
@@ -63,6 +64,7 @@ class WorkspaceIndexes:
             opened[Path(root)] = index
         with self._lock:
             self._indexes = opened
+            self._configured = True
             self._gatherers = {root: ContextGatherer(index) for root, index in opened.items()}
             self.errors = errors
             busy = self._busy
@@ -133,7 +135,11 @@ class WorkspaceIndexes:
     def stats(self) -> dict[str, object]:
         with self._lock:
             indexes = dict(self._indexes)
-        out: dict[str, object] = {"state": "ready" if indexes else "none", "roots": [str(r) for r in indexes]}
+        out: dict[str, object] = {
+            "state": "ready" if indexes else "none",
+            "configured": self._configured,
+            "roots": [str(r) for r in indexes],
+        }
         per_root = []
         for index in indexes.values():
             try:

@@ -16,7 +16,7 @@ from lsprotocol import types
 if TYPE_CHECKING:
     from fimble.server.lsp.server import FimbleServer
 
-__all__ = ["WorkDone", "watch_model"]
+__all__ = ["WorkDone", "watch_index", "watch_model"]
 
 log = logging.getLogger(__name__)
 _CREATE_TIMEOUT_S = 5.0
@@ -72,6 +72,26 @@ async def watch_model(ls: FimbleServer) -> None:
         ls.tell(f"fimble: {err}", types.MessageType.Error)
     else:
         progress.end(f"model {name} ready")
+
+
+async def watch_index(ls: FimbleServer, poll: float = 0.5) -> None:
+    """Show the first indexing pass of the workspace folders as progress; completions go on meanwhile
+    (without repository context until an index is ready)."""
+    progress = WorkDone(ls, "fimble: indexing")
+    while ls.roots:
+        st = await asyncio.to_thread(ls.ctx.index.stats)
+        if "indexes" not in st:  # an index without folders (tests, no index): nothing to show
+            return
+        indexes = [i for i in st["indexes"] if isinstance(i, dict)]
+        if st.get("configured") and all(i.get("ready") for i in indexes):
+            files = sum(int(i.get("files", 0)) for i in indexes)
+            progress.end(f"{files} files indexed" if indexes else "no index: see the log")
+            return
+        files = sum(int(i.get("files", 0)) for i in indexes)
+        if not progress.active:
+            await progress.begin("indexing the workspace")
+        progress.report(f"{files} files indexed so far")
+        await asyncio.sleep(poll)
 
 
 def _default_model() -> str:

@@ -80,3 +80,17 @@ async def test_workspace_is_indexed_and_feeds_the_prompt(client: Any) -> None:
     await client.text_document_inline_completion_async(inline_params(uri, 4, len("    return sum(")))
     last = (await status(client))["last"]
     assert last["context_files"] >= 1, last
+
+
+async def test_first_indexing_pass_is_reported_as_progress(client: Any) -> None:
+    await _index_ready(client)
+    loop = asyncio.get_running_loop()
+    end = loop.time() + 30
+    while loop.time() < end:
+        reports = [r for values in client.progress_reports.values() for r in values]
+        titles = [getattr(r, "title", None) for r in reports if r.kind == "begin"]
+        ends = [getattr(r, "message", "") for r in reports if r.kind == "end"]
+        if "fimble: indexing" in titles and any("files indexed" in (m or "") for m in ends):
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no indexing progress: {reports}")

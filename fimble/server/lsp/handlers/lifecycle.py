@@ -11,7 +11,7 @@ from lsprotocol import types
 
 from fimble.server.lsp.convert import uri_path
 from fimble.server.lsp.handlers import completion, config
-from fimble.server.lsp.progress import watch_model
+from fimble.server.lsp.progress import watch_index, watch_model
 from fimble.server.positions import choose_encoding
 from fimble.server.settings import section
 
@@ -87,6 +87,7 @@ def register(server: FimbleServer) -> None:
     async def initialized(params: types.InitializedParams) -> None:
         tasks = server.background
         tasks.spawn(watch_model(server))
+        tasks.spawn(watch_index(server))
         tasks.spawn(config.pull(server))
         tasks.spawn(_register_watchers(server))
         if (problem := await asyncio.to_thread(_check_cache_writable)) is not None:
