@@ -42,8 +42,13 @@ test-fast: install
 lint: install
 	$(BIN)/ruff check .
 
+# Benchmarks write JSON under bench/results/. The index benchmark compares with Universal Ctags when it is
+# installed (apt-get install universal-ctags) and records a skip otherwise.
 bench: install models
-	$(BIN)/python bench/engine.py --out bench/results/engine.json
+	$(BIN)/python bench/engine.py
+	$(BIN)/python bench/keystroke.py
+	$(BIN)/python bench/index.py
+	$(BIN)/python bench/models.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
