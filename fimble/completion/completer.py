@@ -18,6 +18,7 @@ from fimble.completion.engine import Engine, Generation
 from fimble.completion.fim import FimPrompt
 from fimble.completion.loading import load_engine
 from fimble.completion.service import CompletionRequest, CompletionResult, complete
+from fimble.completion.typeahead import TypeAhead
 from fimble.completion.worker import Busy, EngineWorker, Job
 
 __all__ = ["Completer", "CompleterStats"]
@@ -32,6 +33,7 @@ class CompleterStats:
     tokens_evaluated: int = 0
     tokens_reused: int = 0
     tokens_generated: int = 0
+    typed_through: int = 0  # answered from the shown suggestion, without the model
 
 
 class Completer:
@@ -50,6 +52,7 @@ class Completer:
         self._stats = CompleterStats()
         self._lock = threading.Lock()
         self.last: dict[str, object] = {}  # the last request's timeline, for `fimble.status`
+        self._typeahead = TypeAhead()
         self.worker = EngineWorker(
             load or (lambda: load_engine(model, threads=threads, n_ctx=n_ctx)), busy=busy
         )
@@ -70,18 +73,40 @@ class Completer:
             return CompleterStats(**vars(self._stats))
 
     def submit(self, request: CompletionRequest, key: str | None = None) -> Job[CompletionResult]:
-        """Queue a completion; a newer one with the same ``key`` (document, client) cancels this one."""
+        """Queue a completion; a newer one with the same ``key`` (document, client) cancels this one.
+
+        When the user has typed the first characters of the suggestion last shown for ``key``, the
+        rest of it is answered at once, without the model (the job's future is already done).
+        """
         submitted = time.perf_counter()
+        with self._lock:
+            self._stats.requests += 1
+        if key is not None and (hit := self._typeahead.lookup(key, request.prefix, request.suffix)):
+            self.worker.cancel_key(key)
+            return self._typed_through(key, hit, request)
 
         def run(engine: Engine, cancel: CancelToken) -> CompletionResult:
             started = time.perf_counter()
             result = complete(engine, request, cancel)
             self._record(result.generation, queued_ms=(started - submitted) * 1000, path=request.path)
+            if key is not None and result.stop_reason != "cancelled":
+                self._typeahead.remember(key, request.prefix, request.suffix, result.text, result.multiline)
             return result
 
-        with self._lock:
-            self._stats.requests += 1
         return self.worker.submit(run, key)
+
+    def _typed_through(
+        self, key: str, hit: tuple[str, bool], request: CompletionRequest
+    ) -> Job[CompletionResult]:
+        text, multiline = hit
+        gen = Generation(text, (), "typed_through", 0, 0, 0, 0.0, 0.0)
+        job: Job[CompletionResult] = Job(lambda _e, _c: result, key)
+        result = CompletionResult(text=text, multiline=multiline, generation=gen, parts=())
+        job.future.set_result(result)
+        with self._lock:
+            self._stats.typed_through += 1
+            self.last = {"path": request.path, "stop_reason": "typed_through", "tokens_evaluated": 0}
+        return job
 
     def submit_tokens(
         self,

@@ -104,6 +104,11 @@ class EngineWorker:
         if self._running is not None and self._running.key == key:
             self._running.cancel.cancel("superseded")
 
+    def cancel_key(self, key: str) -> None:
+        """Cancel whatever is queued or running for ``key`` (its answer is no longer wanted)."""
+        with self._cond:
+            self._supersede(key)
+
     def cancel(self, job: Job[Any]) -> None:
         """Cancel a job: dropped if still queued, stopped at the next token if running."""
         with self._cond:

@@ -140,6 +140,22 @@ async def test_typing_session_one_request_per_keystroke(client: LanguageClient) 
     assert st["requests"]["requests"] >= 1
 
 
+async def test_typing_through_the_suggestion_answers_without_the_model(client: LanguageClient) -> None:
+    uri = _uri(client, "through.py")
+    open_doc(client, uri, DATES)
+    first = insert_texts(
+        await client.text_document_inline_completion_async(inline_params(uri, CALL_LINE, CALL_COL))
+    )
+    assert first and len(first[0]) > 1, first
+    client.text_document_did_change(_change(uri, 2, CALL_LINE, CALL_COL, first[0][0]))
+    params = inline_params(uri, CALL_LINE, CALL_COL + 1, invoked=False)
+    second = insert_texts(await client.text_document_inline_completion_async(params))
+    assert second == [first[0][1:]]
+    st = await status(client)
+    assert st["last"]["engine"]["stop_reason"] == "typed_through", st["last"]
+    assert st["requests"]["typed_through"] >= 1
+
+
 async def test_newer_request_supersedes_the_running_one(client: LanguageClient) -> None:
     uri = _uri(client, "supersede.py")
     open_doc(client, uri, DATES)
