@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from fimble.completion.engine import Engine
+from fimble.completion.engine import Engine, StopCheck
 from fimble.completion.fim import PREFIX_TOKENS, SUFFIX_TOKENS, FimPrompt, build_prompt
 from fimble.completion.postprocess import clean_completion
 from fimble.completion.raw_prompt import ContextFile, RawPrompt
@@ -22,8 +22,6 @@ from fimble.completion.service import wants_multiline
 from fimble.completion.stops import StopContext, make_stop_check
 
 __all__ = ["GenerationOptions", "RawPlan", "plan_request", "stop_string_hit", "stop_string_hold"]
-
-StopCheck = Callable[[str], "tuple[str, int] | None"]
 
 _MARGIN = 8  # tokens kept free at the end of the context besides max_tokens
 
