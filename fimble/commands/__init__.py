@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from fimble.commands.complete import complete
 from fimble.commands.doctor import doctor
+from fimble.commands.explain import explain
 from fimble.commands.index import index
 from fimble.commands.models import models
 from fimble.commands.serve import serve
 
 __all__ = ["COMMANDS"]
 
-COMMANDS = [models, doctor, complete, index, serve]
+COMMANDS = [models, doctor, complete, explain, index, serve]

@@ -4,14 +4,28 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from fimble.errors import InputError
 
-__all__ = ["complete", "parse_location", "read_source"]
+if TYPE_CHECKING:
+    from fimble.completion.engine import Engine
+    from fimble.completion.service import CompletionResult
+
+__all__ = [
+    "Outcome",
+    "complete",
+    "completion_options",
+    "offset_of",
+    "parse_location",
+    "read_source",
+    "run_at",
+]
 
 _MAX_BYTES = 8 * 1024 * 1024
 
@@ -63,26 +77,28 @@ def offset_of(text: str, line: int, col: int, path: Path) -> int:
     return sum(len(x) + 1 for x in lines[: line - 1]) + col - 1
 
 
-@click.command()
-@click.argument("location", metavar="PATH:LINE:COL")
-@click.option("--model", "-m", default=None, help="Model name from `fimble models list`, or a .gguf path.")
-@click.option("--max-tokens", "-n", default=64, show_default=True, type=click.IntRange(1, 1024))
-@click.option(
-    "--multiline/--single-line",
-    default=None,
-    help="Force the suggestion's shape (default: decide from the cursor).",
-)
-@click.option(
-    "--threads", "-t", default=0, type=click.IntRange(0, 256), help="CPU threads (0: physical cores)."
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the result and timings as JSON.")
-def complete(
-    location: str, model: str | None, max_tokens: int, multiline: bool | None, threads: int, as_json: bool
-) -> None:
-    """Complete the code at PATH:LINE:COL (1-based line and character column) and print the suggestion.
+@dataclass(frozen=True)
+class Outcome:
+    """One completion run from the command line, for `complete` and `explain` to print."""
 
-    Example: fimble complete src/app.py:42:17
-    """
+    engine: Engine
+    result: CompletionResult
+    text: str
+    offset: int
+    note: str | None
+
+
+def run_at(
+    location: str,
+    *,
+    model: str | None,
+    max_tokens: int,
+    multiline: bool | None,
+    threads: int,
+    context: bool,
+) -> Outcome:
+    """Read the file, gather repository context from an existing index, load the model, complete."""
+    from fimble.commands._workspace import workspace_context
     from fimble.completion.loading import load_engine
     from fimble.completion.service import CompletionRequest
     from fimble.completion.service import complete as run_completion
@@ -90,36 +106,105 @@ def complete(
     path, line, col = parse_location(location)
     text = read_source(path)
     offset = offset_of(text, line, col, path)
+    files, shown_path, note = workspace_context(path, text, offset) if context else ((), path.name, None)
     engine = load_engine(model, threads=threads)
     request = CompletionRequest(
-        text=text, offset=offset, path=path.name, max_tokens=max_tokens, multiline=multiline
+        text=text,
+        offset=offset,
+        path=shown_path,
+        max_tokens=max_tokens,
+        multiline=multiline,
+        context_files=files,
     )
-    result = run_completion(engine, request)
-    gen = result.generation
-    if as_json:
-        out = {
-            "completion": result.text,
-            "multiline": result.multiline,
-            "model": str(engine.model_path),
-            "fim_family": engine.fim.family,
-            "load_ms": round(engine.load_ms, 1),
+    return Outcome(engine, run_completion(engine, request), text, offset, note)
+
+
+def completion_options(fn: Callable[..., None]) -> Callable[..., None]:
+    """The options `complete` and `explain` share."""
+    for option in reversed(
+        (
+            click.argument("location", metavar="PATH:LINE:COL"),
+            click.option(
+                "--model", "-m", default=None, help="Model name from `fimble models list`, or a .gguf path."
+            ),
+            click.option("--max-tokens", "-n", default=64, show_default=True, type=click.IntRange(1, 1024)),
+            click.option(
+                "--multiline/--single-line",
+                default=None,
+                help="Force the suggestion's shape (default: decide from the cursor).",
+            ),
+            click.option(
+                "--threads",
+                "-t",
+                default=0,
+                type=click.IntRange(0, 256),
+                help="CPU threads (0: physical cores).",
+            ),
+            click.option(
+                "--context/--no-context",
+                default=True,
+                show_default=True,
+                help="Add repository context from the workspace's index (built by `fimble index`).",
+            ),
+            click.option("--json", "as_json", is_flag=True, help="Print the result and timings as JSON."),
+        )
+    ):
+        fn = option(fn)
+    return fn
+
+
+def outcome_json(out: Outcome) -> str:
+    gen = out.result.generation
+    return json.dumps(
+        {
+            "completion": out.result.text,
+            "multiline": out.result.multiline,
+            "model": str(out.engine.model_path),
+            "fim_family": out.engine.fim.family,
+            "load_ms": round(out.engine.load_ms, 1),
             **{k: v for k, v in asdict(gen).items() if k not in ("text", "tokens")},
             "tokens_generated": len(gen.tokens),
-            "parts": [asdict(p) for p in result.parts],
-        }
-        click.echo(json.dumps(out, indent=2))
-        return
-    line_prefix = text[:offset].rsplit("\n", 1)[-1]
-    click.echo(f"{path}:{line}:{col}")
-    click.echo(
-        click.style(line_prefix, dim=True)
-        + click.style(result.text or "(no suggestion)", fg="green", bold=True)
+            "parts": [asdict(p) for p in out.result.parts],
+            "note": out.note,
+        },
+        indent=2,
     )
+
+
+def timings_line(out: Outcome) -> str:
+    gen = out.result.generation
     tps = len(gen.tokens) / (gen.generation_ms / 1000) if gen.generation_ms > 0 else 0.0
-    print(
-        f"model {engine.model_path.name} ({engine.fim.family}), loaded in {engine.load_ms:.0f} ms\n"
+    return (
         f"prompt {gen.prompt_tokens} tokens: {gen.tokens_evaluated} evaluated, {gen.tokens_reused} reused, "
         f"{gen.prompt_ms:.0f} ms | generated {len(gen.tokens)} tokens in {gen.generation_ms:.0f} ms "
-        f"({tps:.1f} tok/s) | stop: {gen.stop_reason}",
+        f"({tps:.1f} tok/s) | stop: {gen.stop_reason}"
+    )
+
+
+@click.command()
+@completion_options
+def complete(location: str, as_json: bool, **options: Any) -> None:
+    """Complete the code at PATH:LINE:COL (1-based line and character column) and print the suggestion.
+
+    Repository context comes from the workspace's index when `fimble index` has built one.
+
+    Example: fimble complete src/app.py:42:17
+    """
+    out = run_at(location, **options)
+    if as_json:
+        click.echo(outcome_json(out))
+        return
+    line_prefix = out.text[: out.offset].rsplit("\n", 1)[-1]
+    click.echo(location)
+    click.echo(
+        click.style(line_prefix, dim=True)
+        + click.style(out.result.text or "(no suggestion)", fg="green", bold=True)
+    )
+    if out.note:
+        print(f"note: {out.note}", file=sys.stderr)
+    engine = out.engine
+    print(
+        f"model {engine.model_path.name} ({engine.fim.family}), loaded in {engine.load_ms:.0f} ms",
         file=sys.stderr,
     )
+    print(timings_line(out), file=sys.stderr)

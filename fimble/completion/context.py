@@ -133,7 +133,7 @@ def gather_context(
     def add(chunk: ContextChunk) -> None:
         if chunk.path == path or not chunk.text.strip() or _near_duplicate(chunk.text, visible):
             return
-        if any(c.path == chunk.path and c.text == chunk.text for c in chunks):
+        if _near_duplicate(chunk.text, "\n".join(c.text for c in chunks)):  # says what is already there
             return
         chunks.append(chunk)
 

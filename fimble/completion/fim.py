@@ -122,6 +122,7 @@ class PromptPart:
     kind: str
     tokens: tuple[int, ...]
     reason: str = ""
+    path: str = ""  # the other file a context part comes from
 
 
 @dataclass(frozen=True)
@@ -224,7 +225,7 @@ def build_prompt(
             if used + len(body) + 1 > context_budget:
                 continue
             used += len(body) + 1
-            parts.append(PromptPart("context", (fim.file_sep, *body), reason))
+            parts.append(PromptPart("context", (fim.file_sep, *body), reason, file_path))
         if path:
             parts.append(PromptPart("path", (fim.file_sep, *tokenize(f"{path}\n")), "current file"))
     elif files:
@@ -235,7 +236,7 @@ def build_prompt(
             if used + len(body) > context_budget:
                 continue
             used += len(body)
-            parts.append(PromptPart("context", tuple(body), reason))
+            parts.append(PromptPart("context", tuple(body), reason, file_path))
     prefix_tokens = _keep_tail_lines(tokenize, head, head_budget) + tokenize(line)
     parts.append(PromptPart("prefix", (fim.prefix, *prefix_tokens), "file before the cursor"))
     parts.append(

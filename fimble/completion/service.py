@@ -45,6 +45,7 @@ class PartSummary:
     kind: str
     tokens: int
     reason: str
+    path: str = ""
 
 
 @dataclass(frozen=True)
@@ -98,5 +99,5 @@ def complete(
         reuse_limit=prompt.stable_len,
     )
     text = clean_completion(generation.text, stop_ctx)
-    parts = tuple(PartSummary(p.kind, len(p.tokens), p.reason) for p in prompt.parts)
+    parts = tuple(PartSummary(p.kind, len(p.tokens), p.reason, p.path) for p in prompt.parts)
     return CompletionResult(text=text, multiline=multiline, generation=generation, parts=parts)

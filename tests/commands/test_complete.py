@@ -100,10 +100,51 @@ def test_corrupt_model_file_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.model
 def test_complete_prints_a_real_suggestion_as_json() -> None:
-    out = run("complete", f"{EXAMPLE}:8:22", "--model", str(model_path(SMALL)), "--json", "-n", "16")
+    out = run(
+        "complete", f"{EXAMPLE}:8:22", "--model", str(model_path(SMALL)), "--json", "-n", "16", "--no-context"
+    )
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["completion"].strip()
     assert result["fim_family"] == "qwen"
     assert result["tokens_evaluated"] == result["prompt_tokens"]
     assert result["stop_reason"] in ("eog", "newline", "max_tokens")
+
+
+def _workspace(root: Path) -> Path:
+    (root / ".git").mkdir(parents=True)
+    (root / "shapes").mkdir()
+    (root / "shapes" / "__init__.py").write_text("")
+    (root / "shapes" / "geometry.py").write_text(
+        'def rectangle_area(width: float, height: float) -> float:\n    """Area of a rectangle."""\n'
+        "    return width * height\n"
+    )
+    app = root / "app.py"
+    app.write_text("from shapes.geometry import rectangle_area\n\n\ndef total(rooms):\n    return sum(\n")
+    return app
+
+
+def test_without_an_index_the_note_says_how_to_get_context(tmp_path: Path) -> None:
+    from fimble.commands._workspace import workspace_context, workspace_root
+
+    app = _workspace(tmp_path / "ws")
+    assert workspace_root(app) == (tmp_path / "ws").resolve()
+    files, shown, note = workspace_context(app, app.read_text(), 10)
+    assert files == () and shown == "app.py"
+    assert note is not None and "fimble index" in note
+
+
+@pytest.mark.model
+def test_explain_shows_the_indexed_context_in_the_prompt(tmp_path: Path) -> None:
+    app = _workspace(tmp_path / "ws")
+    home = {"FIMBLE_HOME": str(tmp_path / "home")}
+    assert run("index", str(app.parent), env=home).returncode == 0
+    out = run("explain", f"{app}:5:16", "-m", str(model_path(SMALL)), "-n", "8", "--json", env=home)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    context = [p for p in result["parts"] if p["kind"] == "context"]
+    assert [p["path"] for p in context] == ["shapes/geometry.py"]
+    assert context[0]["reason"] == "imported: rectangle_area"
+    assert result["note"] is None
+    text = run("explain", f"{app}:5:16", "-m", str(model_path(SMALL)), "-n", "8", env=home)
+    assert "shapes/geometry.py  imported: rectangle_area" in text.stdout

@@ -113,6 +113,14 @@ def test_chunks_repeating_the_cursor_region_are_dropped() -> None:
     assert all(c.path != "copy.py" for c in gather_context(idx, "app.py", text, 1))
 
 
+def test_chunks_repeating_earlier_chunks_are_dropped() -> None:
+    idx = index()
+    idx.snippets = [Snip("util/dates.py", 0, 2, 'def parse(s: str) -> date:\n    """Parse ISO."""\n', 4.0)]
+    chunks = gather_context(idx, "app.py", "x = 1\n", 0)
+    assert [c.reason for c in chunks].count("imported: parse") == 1
+    assert not any(c.reason.startswith("similar code") for c in chunks)
+
+
 def test_recent_edits_are_included_after_definitions() -> None:
     recent = [ContextChunk("notes.py", "TODO = ['ship it']", "")]
     chunks = gather_context(index(), "app.py", "x = parse(s)\n", 0, recent=recent)
