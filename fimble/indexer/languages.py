@@ -25,7 +25,7 @@ class LanguageSpec:
     name: str
     extensions: tuple[str, ...]
     grammar: str
-    query: str
+    queries: tuple[str, ...]  # .scm files, concatenated into one query
     max_depth: int
     comments: frozenset[str]
     wrappers: frozenset[str]
@@ -59,7 +59,7 @@ def _table() -> _Table:
             name=name,
             extensions=tuple(fields["extensions"]),
             grammar=fields["grammar"],
-            query=fields["query"],
+            queries=(fields["query"],) if isinstance(fields["query"], str) else tuple(fields["query"]),
             max_depth=int(fields["max_depth"]),
             comments=frozenset(fields.get("comments", ())),
             wrappers=frozenset(fields.get("wrappers", ())),

@@ -83,8 +83,10 @@ class _Found:
 
 
 def query_source(spec: LanguageSpec) -> str:
-    """The text of a language's query file (kept next to the code as ``queries/<name>.scm``)."""
-    return resources.files("fimble.indexer.queries").joinpath(spec.query).read_text("utf-8")
+    """The text of a language's query files (kept next to the code as ``queries/<name>.scm``), joined:
+    JavaScript and TypeScript share their binding and import patterns in one file."""
+    folder = resources.files("fimble.indexer.queries")
+    return "\n".join(folder.joinpath(name).read_text("utf-8") for name in spec.queries)
 
 
 @functools.cache

@@ -39,6 +39,6 @@ def test_detect(name: str, head: bytes, language: str) -> None:
 
 def test_specs_come_from_data() -> None:
     python = language_spec("python")
-    assert python is not None and python.query == "python.scm" and "self" in python.keywords
+    assert python is not None and python.queries == ("python.scm",) and "self" in python.keywords
     assert language_spec("cpp").separator == "::" and language_spec("go").separator == "."
     assert language_spec(TEXT) is None
