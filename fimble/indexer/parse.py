@@ -15,11 +15,11 @@ import re
 import threading
 from dataclasses import dataclass
 from importlib import resources
-from typing import NamedTuple
 
 import tree_sitter as ts
 
 from fimble.indexer.languages import LanguageSpec, language_spec
+from fimble.indexer.records import DefRecord
 
 __all__ = ["Extraction", "ParsedDef", "ParsedImport", "extract", "query_source", "warm"]
 
@@ -36,20 +36,9 @@ _STRING_PREFIX = re.compile(r"^[rRbBuUfF]{0,2}(\"\"\"|'''|\"|')")
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
 
 
-class ParsedDef(NamedTuple):
-    """A definition as found in one file; lines and columns are 0-based, columns in UTF-8 bytes.
-    (A tuple: the worker stores it as is, ``tuple(d)``, without per-field copying.)"""
-
-    kind: str
-    name: str
-    qualname: str
-    scope: str
-    start_line: int
-    start_col: int
-    end_line: int
-    end_col: int
-    signature: str
-    doc: str
+# A definition as found in one file is the record the store keeps (lines and columns 0-based, columns in
+# UTF-8 bytes): the worker stores it as is, ``tuple(d)``, without per-field copying.
+ParsedDef = DefRecord
 
 
 @dataclass(frozen=True, slots=True)
