@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 SERVER = [sys.executable, "-m", "fimble", "serve"]
 TEST_MODEL = "qwen2.5-coder-0.5b"
@@ -51,6 +51,22 @@ async def start(
     client = await ClientServerConfig(server_command=[*SERVER, *args], server_env=server_env).start()
     assert isinstance(client, LanguageClient)
     await initialize(client, capabilities=capabilities, options=options, root=root)
+    return client
+
+
+async def start_neovim_session(root: Path, home: Path) -> LanguageClient:
+    """The real model's server as Neovim 0.11 sees it (work-done progress, UTF-8 offered, no inline
+    completion UI) on workspace ``root``; returns once the model is loaded."""
+    client = await start(
+        ["-m", model_path()],
+        env(home),
+        capabilities=client_capabilities("neovim@v0.11.0"),
+        options=MODEL_OPTIONS,
+        root=root,
+    )
+    client.root = root  # type: ignore[attr-defined]
+    st = await wait_model(client)
+    assert st["model"]["state"] == "ready", st
     return client
 
 

@@ -8,18 +8,13 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from pytest_lsp import client_capabilities
 
 from tests.server.lsp.conftest import (
-    MODEL_OPTIONS,
-    env,
     inline_params,
-    model_path,
     open_doc,
-    start,
+    start_neovim_session,
     status,
     stop,
-    wait_model,
 )
 
 pytestmark = [pytest.mark.model, pytest.mark.asyncio(loop_scope="module")]
@@ -46,16 +41,7 @@ async def client(tmp_path_factory: pytest.TempPathFactory) -> Any:
     (root / "shapes" / "__init__.py").write_text("")
     (root / "shapes" / "geometry.py").write_text(GEOMETRY)
     (root / "app.py").write_text(APP)
-    home = tmp_path_factory.mktemp("home")
-    c = await start(
-        ["-m", model_path()],
-        env(home),
-        capabilities=client_capabilities("neovim@v0.11.0"),
-        options=MODEL_OPTIONS,
-        root=root,
-    )
-    c.root = root  # type: ignore[attr-defined]
-    await wait_model(c)
+    c = await start_neovim_session(root, tmp_path_factory.mktemp("home"))
     yield c
     await stop(c)
 

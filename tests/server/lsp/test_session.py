@@ -14,16 +14,14 @@ import pytest
 import pytest_asyncio
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
-from pytest_lsp import LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient
 
 from tests.server.lsp.conftest import (
     MODEL_OPTIONS,
-    env,
     inline_params,
     insert_texts,
-    model_path,
     open_doc,
-    start,
+    start_neovim_session,
     status,
     stop,
     wait_model,
@@ -50,18 +48,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def client(home: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """Neovim 0.11's capabilities: work-done progress, UTF-8 offered, no inline completion UI."""
-    root = tmp_path_factory.mktemp("workspace")
-    c = await start(
-        ["-m", model_path()],
-        env(home),
-        capabilities=client_capabilities("neovim@v0.11.0"),
-        options=MODEL_OPTIONS,
-        root=root,
-    )
-    c.root = root  # type: ignore[attr-defined]
-    st = await wait_model(c)
-    assert st["model"]["state"] == "ready", st
+    c = await start_neovim_session(tmp_path_factory.mktemp("workspace"), home)
     yield c
     await stop(c)
 
