@@ -21,7 +21,7 @@ import tree_sitter as ts
 from fimble.indexer.languages import LanguageSpec, language_spec
 from fimble.indexer.records import DefRecord
 
-__all__ = ["Extraction", "ParsedDef", "ParsedImport", "extract", "query_source", "warm"]
+__all__ = ["Extraction", "ParsedDef", "ParsedImport", "extract", "parser", "query_source", "warm"]
 
 _MAX_SIGNATURE_LINES = 8
 _MAX_SIGNATURE_CHARS = 400
@@ -94,6 +94,15 @@ def warm(language: str) -> None:
 
 
 _local = threading.local()
+
+
+def parser(language: str) -> ts.Parser:
+    """This thread's cached parser for ``language`` (a name from data/languages.toml).
+
+    The completion side parses a window around the cursor with it, sharing the grammars loaded here.
+    Raises ``ValueError`` for a language without a grammar.
+    """
+    return _parser(language)
 
 
 def _parser(name: str) -> ts.Parser:
