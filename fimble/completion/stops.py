@@ -10,7 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["StopContext", "first_line_stop", "indent_stop", "make_stop_check", "suffix_repeat_stop"]
+__all__ = [
+    "StopContext",
+    "bracket_stop",
+    "first_line_stop",
+    "indent_stop",
+    "make_stop_check",
+    "quote_stop",
+    "repetition_stop",
+    "suffix_repeat_stop",
+]
 
 Rule = Callable[[str, "StopContext"], "tuple[str, int] | None"]
 
@@ -22,6 +31,11 @@ class StopContext:
     line_prefix: str  # text of the cursor's line before the cursor
     suffix: str  # document text after the cursor
     multiline: bool
+    # From the syntax at the cursor (``fimble.completion.shape``); the defaults turn the rules off.
+    open_brackets: str | None = None  # brackets open at the cursor, outermost first; None: unknown
+    closed_in_suffix: int = 0  # how many of them, innermost first, the suffix closes
+    string_quote: str = ""  # closing delimiter of the string the cursor is in, already in the suffix
+    block_indent: int | None = None  # lines indented less leave the cursor's block (None: its line's)
 
     @property
     def suffix_first_line(self) -> str:
@@ -31,6 +45,11 @@ class StopContext:
             if line.strip():
                 return line.strip()
         return ""
+
+    @property
+    def min_indent(self) -> int:
+        """Generated lines indented less than this belong to an enclosing block."""
+        return self.block_indent if self.block_indent is not None else self.indent
 
     @property
     def indent(self) -> int:
@@ -60,7 +79,8 @@ def suffix_repeat_stop(text: str, ctx: StopContext) -> tuple[str, int] | None:
     The model has reached the code that already follows the cursor; going on would duplicate it.
     """
     target = ctx.suffix_first_line
-    if not target or "\n" not in text:
+    # A line of closing brackets (``}``) also ends every inner block; the bracket rule judges those.
+    if not any(ch.isalnum() for ch in target) or "\n" not in text:
         return None
     lines = text.split("\n")
     offset = 0
@@ -75,21 +95,157 @@ def indent_stop(text: str, ctx: StopContext) -> tuple[str, int] | None:
     """Multi-line mode: stop when a new non-blank line is indented less than the cursor's block.
 
     Such a line belongs to an enclosing block; it is the user's next decision, not this completion.
+    At the end of a block header (``def f():``) the block is the body, so a line back at the header's
+    indentation leaves it too. A line that starts with a closing bracket is left to the bracket rule:
+    it may close the block the suggestion opened.
     """
     if not ctx.multiline or "\n" not in text:
         return None
     first, *rest = text.split("\n")
     offset = len(first) + 1
+    limit = ctx.min_indent
     for line in rest[:-1]:  # a line is judged once it is complete
-        if line.strip():
-            indent = len(line) - len(line.lstrip(" \t"))
-            if indent < ctx.indent:
-                return "stop_rule:indent", offset - 1
+        body = line.lstrip(" \t")
+        if body and body[0] not in _CLOSERS and len(line) - len(body) < limit:
+            return "stop_rule:indent", offset - 1
         offset += len(line) + 1
     return None
 
 
-_RULES: tuple[Rule, ...] = (first_line_stop, suffix_repeat_stop, indent_stop)
+_CLOSERS = ")]}"
+_OPENERS = {"(": ")", "[": "]", "{": "}"}
+
+
+def _code_chars(text: str):  # type: ignore[no-untyped-def]
+    """(index, char) of the characters of generated code outside string literals.
+
+    A rough scanner for text the model writes (no grammar runs per token): quotes open and close
+    literals, a backslash escapes, and a newline ends an unterminated one-quote literal.
+    """
+    quote = ""
+    escaped = False
+    for i, ch in enumerate(text):
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote or (ch == "\n" and quote != "`"):
+                quote = ""
+            continue
+        if ch in "\"'`":
+            quote = ch
+            continue
+        yield i, ch
+
+
+def bracket_stop(text: str, ctx: StopContext) -> tuple[str, int] | None:
+    """Stop before a closing bracket the text after the cursor already supplies.
+
+    With ``n`` brackets open at the cursor, of which the suffix closes ``m`` (innermost first), the
+    suggestion may close at most ``n - m`` of them itself; the next one would be a duplicate of the
+    suffix's (``dates.append(|)`` completed as ``dt.date(y, m, d))``) or close something outside the
+    code in view. Checked per token, so the model stops there instead of writing on past it.
+    """
+    if ctx.open_brackets is None:
+        return None
+    allowed = len(ctx.open_brackets) - ctx.closed_in_suffix
+    stack: list[str] = []
+    unmatched = 0
+    for i, ch in _code_chars(text):
+        if ch in _OPENERS:
+            stack.append(_OPENERS[ch])
+        elif ch in _CLOSERS:
+            if stack and stack[-1] == ch:
+                stack.pop()
+                continue
+            unmatched += 1
+            if unmatched > allowed:
+                return "stop_rule:bracket_balance", i
+    return None
+
+
+def quote_stop(text: str, ctx: StopContext) -> tuple[str, int] | None:
+    """Inside a string whose closing quote already follows the cursor: stop at the model's own.
+
+    ``print("|")`` completed as ``hello")`` would leave ``hello")")``.
+    """
+    quote = ctx.string_quote
+    if not quote:
+        return None
+    at = 0
+    while (at := text.find(quote, at)) >= 0:
+        backslashes = len(text[:at]) - len(text[:at].rstrip("\\"))
+        if backslashes % 2 == 0:
+            return "stop_rule:quote_balance", at
+        at += len(quote)
+    return None
+
+
+_LOOP_MIN_CHARS = 40  # a character loop must cover this much of the line…
+_LOOP_MIN_REPEATS = 4  # …with its unit repeated this often (a row of zeros is code, a long one a loop)
+_LOOP_MAX_UNIT = 32
+
+
+def _line_loop(text: str) -> int | None:
+    """Where to cut a run of repeated complete lines: after the first copy of the repeated unit.
+
+    One line three times in a row, or a unit of 2-4 lines twice, counting non-blank lines only.
+    """
+    lines: list[tuple[str, int]] = []  # (stripped, end offset) of complete non-blank lines
+    offset = 0
+    for line in text.split("\n")[:-1]:
+        offset += len(line) + 1
+        if line.strip():
+            lines.append((line.strip(), offset - 1))
+    n = len(lines)
+    if n >= 3 and lines[-1][0] == lines[-2][0] == lines[-3][0] and any(c.isalnum() for c in lines[-1][0]):
+        return lines[-3][1]
+    for p in range(2, 5):
+        if n < 2 * p:
+            break
+        unit = [s for s, _ in lines[n - p :]]
+        letters = sum(c.isalnum() for s in unit for c in s)
+        if letters >= 8 and unit == [s for s, _ in lines[n - 2 * p : n - p]]:
+            return lines[n - p - 1][1]
+    return None
+
+
+def _char_loop(text: str) -> int | None:
+    """Where to cut a loop within the last line (``a.b.b.b.b.b…``): after the unit's first copy."""
+    line_start = text.rfind("\n") + 1
+    line = text[line_start:]
+    if len(line) < _LOOP_MIN_CHARS:
+        return None
+    for unit in range(1, _LOOP_MAX_UNIT + 1):
+        run = 0
+        while run + unit < len(line) and line[-1 - run] == line[-1 - run - unit]:
+            run += 1
+        covered = run + unit
+        if covered >= _LOOP_MIN_CHARS and covered >= _LOOP_MIN_REPEATS * unit:
+            loop_start = len(line) - covered
+            return line_start + loop_start + unit
+    return None
+
+
+def repetition_stop(text: str, ctx: StopContext) -> tuple[str, int] | None:
+    """Stop a model caught in a loop (the same line or lines again and again, or a phrase repeated
+    along one line), keeping the first copy: greedy decoding on a small model does this, and every
+    further token costs time and is deleted by the user anyway."""
+    cut = _line_loop(text) if "\n" in text else None
+    if cut is None:
+        cut = _char_loop(text)
+    return None if cut is None else ("stop_rule:repetition", cut)
+
+
+_RULES: tuple[Rule, ...] = (
+    first_line_stop,
+    quote_stop,
+    bracket_stop,
+    suffix_repeat_stop,
+    indent_stop,
+    repetition_stop,
+)
 
 
 def make_stop_check(
