@@ -12,7 +12,8 @@ from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine, Generation
 from fimble.completion.fim import PREFIX_TOKENS, SUFFIX_TOKENS, build_prompt
 from fimble.completion.postprocess import clean_completion
-from fimble.completion.stops import StopContext, make_stop_check
+from fimble.completion.shape import analyze, resolve_language, stop_context
+from fimble.completion.stops import make_stop_check
 
 __all__ = ["CompletionRequest", "CompletionResult", "complete", "wants_multiline"]
 
@@ -54,24 +55,19 @@ class CompletionResult:
     multiline: bool
     generation: Generation
     parts: tuple[PartSummary, ...]
+    shape: str = ""  # why one line or a block: the syntax at the cursor, or the multiline setting
 
     @property
     def stop_reason(self) -> str:
         return self.generation.stop_reason
 
 
-def wants_multiline(prefix: str, suffix: str) -> bool:
-    """Multi-line when the cursor starts a new line or block with nothing after it on its line.
+def wants_multiline(prefix: str, suffix: str, language: str | None = None) -> bool:
+    """One line or a block, from the syntax at the cursor (``fimble.completion.shape``).
 
     Mid-line the user is finishing an expression: one line is what they want and what is cheap.
     """
-    line_prefix = prefix[prefix.rfind("\n") + 1 :]
-    line_suffix = suffix.split("\n", 1)[0]
-    if line_suffix.strip():
-        return False
-    if not line_prefix.strip():
-        return True
-    return line_prefix.rstrip().endswith((":", "{", "(", "[", "=>", "->", "do", "then"))
+    return analyze(prefix, suffix, language).multiline
 
 
 def complete(
@@ -79,7 +75,8 @@ def complete(
 ) -> CompletionResult:
     """Run one request on ``engine``; must be called from the engine's owning thread."""
     prefix, suffix = request.prefix, request.suffix
-    multiline = request.multiline if request.multiline is not None else wants_multiline(prefix, suffix)
+    syntax = analyze(prefix, suffix, resolve_language(request.language, request.path), request.multiline)
+    multiline = syntax.multiline
     prompt = build_prompt(
         engine.tokenize,
         engine.fim,
@@ -90,7 +87,7 @@ def complete(
         prefix_budget=request.prefix_budget,
         suffix_budget=request.suffix_budget,
     )
-    stop_ctx = StopContext(line_prefix=prefix[prefix.rfind("\n") + 1 :], suffix=suffix, multiline=multiline)
+    stop_ctx = stop_context(prefix, suffix, syntax)
     generation = engine.generate(
         prompt.tokens,
         max_tokens=request.max_tokens,
@@ -100,4 +97,6 @@ def complete(
     )
     text = clean_completion(generation.text, stop_ctx)
     parts = tuple(PartSummary(p.kind, len(p.tokens), p.reason, p.path) for p in prompt.parts)
-    return CompletionResult(text=text, multiline=multiline, generation=generation, parts=parts)
+    return CompletionResult(
+        text=text, multiline=multiline, generation=generation, parts=parts, shape=syntax.reason
+    )

@@ -20,7 +20,17 @@ import tomllib
 from dataclasses import dataclass
 from importlib import resources
 
-__all__ = ["CursorSyntax", "ShapeSpec", "analyze", "resolve_language", "shape_spec", "text_heuristic"]
+from fimble.completion.stops import StopContext
+
+__all__ = [
+    "CursorSyntax",
+    "ShapeSpec",
+    "analyze",
+    "resolve_language",
+    "shape_spec",
+    "stop_context",
+    "text_heuristic",
+]
 
 _WINDOW_BACK_LINES = 120  # furthest a window starts above the cursor (looking for a top-level line)
 _WINDOW_MIN_LINES = 40  # without a top-level line, this many lines above the cursor
@@ -330,3 +340,16 @@ def _blank_line(line_prefix: str, suffix: str, last, spec: ShapeSpec, facts: dic
     if opened and _indent(following) <= facts.get("block_indent", 1) - 1:
         return CursorSyntax(True, "empty body", **facts)
     return CursorSyntax(False, "between statements", **facts)
+
+
+def stop_context(prefix: str, suffix: str, syntax: CursorSyntax) -> StopContext:
+    """The stop rules' view of one request: the cursor's line, the suffix and the syntax facts."""
+    return StopContext(
+        line_prefix=prefix[prefix.rfind("\n") + 1 :],
+        suffix=suffix,
+        multiline=syntax.multiline,
+        open_brackets=syntax.open_brackets if syntax.language is not None else None,
+        closed_in_suffix=syntax.closed_in_suffix,
+        string_quote=syntax.string_quote,
+        block_indent=syntax.block_indent,
+    )
