@@ -18,8 +18,8 @@ from fimble.completion.engine import Engine, StopCheck
 from fimble.completion.fim import PREFIX_TOKENS, SUFFIX_TOKENS, FimPrompt, build_prompt
 from fimble.completion.postprocess import clean_completion
 from fimble.completion.raw_prompt import ContextFile, RawPrompt
-from fimble.completion.service import wants_multiline
-from fimble.completion.stops import StopContext, make_stop_check
+from fimble.completion.shape import analyze, resolve_language, stop_context
+from fimble.completion.stops import make_stop_check
 
 __all__ = ["GenerationOptions", "RawPlan", "plan_request", "stop_string_hit", "stop_string_hold"]
 
@@ -130,8 +130,9 @@ def _fit_files(engine: Engine, files: Sequence[ContextFile], budget: int) -> tup
 
 def _plan_fim(raw: RawPrompt, opts: GenerationOptions, checks: list[StopCheck]) -> RawPlan:
     prefix, suffix = raw.prefix, raw.suffix
-    multiline = opts.multiline if opts.multiline is not None else wants_multiline(prefix, suffix)
-    ctx = StopContext(line_prefix=prefix[prefix.rfind("\n") + 1 :], suffix=suffix, multiline=multiline)
+    syntax = analyze(prefix, suffix, resolve_language(None, raw.path), opts.multiline)
+    multiline = syntax.multiline
+    ctx = stop_context(prefix, suffix, syntax)
     stops = opts.stop
     rest = ctx.suffix.split("\n", 1)[0].rstrip()
     info: dict[str, object] = {}
