@@ -23,6 +23,7 @@ from pathlib import Path
 from fimble.completion.cancel import CancelToken
 from fimble.completion.fim import FimTokens, candidate_texts, detect_fim
 from fimble.completion.kvplan import Chunk, ReusePlan, plan_reuse
+from fimble.completion.kvstore import KVEntry, KVStore
 from fimble.errors import Cancelled, EngineError, ModelCorrupt
 
 __all__ = ["Engine", "EngineConfig", "Generation", "StopCheck", "default_threads"]
@@ -50,6 +51,7 @@ class EngineConfig:
     threads: int = 0  # 0 = physical cores
     reuse_min_chunk: int = 8  # shortest cached run worth moving instead of evaluating; 0 = prefix only
     abort_min_tokens: int = 64  # prompt evaluations shorter than this run to the end even when cancelled
+    restore_min_gain: int = 32  # load a saved state only when it spares evaluating at least this many tokens
     use_mmap: bool = True
 
 
@@ -141,6 +143,9 @@ class Engine:
         self._abort_armed = False
         self._can_shift = bool(llama_cpp.llama_memory_can_shift(self._mem))
         self.tokens_shifted = 0  # KV cells moved instead of evaluated, since load (for status/bench)
+        self.store: KVStore | None = None  # saved states on disk (``attach_store``)
+        self.tokens_restored = 0  # KV cells read back from disk instead of evaluated, since load
+        self.last_restore: dict[str, float] = {}  # tokens and ms of the last state read back
         self._abort_cb = llama_cpp.ggml_abort_callback(self._should_abort)
         llama_cpp.llama_set_abort_callback(self._ctx, self._abort_cb, None)
         self._piece_buf = ctypes.create_string_buffer(256)
@@ -281,6 +286,8 @@ class Engine:
         if len(prompt) >= self.n_ctx:
             raise EngineError(f"prompt of {len(prompt)} tokens does not fit the context of {self.n_ctx}")
         min_chunk = self.config.reuse_min_chunk if self._can_shift else 0
+        if self.store is not None:
+            self._restore_if_better(prompt, min_chunk, reuse_limit)
         plan = plan_reuse(self._cached, prompt, min_chunk, limit=reuse_limit)
         self._apply_plan(plan, prompt)
         missing = plan.missing(len(prompt))
@@ -290,6 +297,113 @@ class Engine:
         finally:
             self._cancel = None
         return len(prompt) - len(missing), len(missing)
+
+    # -- KV state on disk -----------------------------------------------------------------------
+
+    def attach_store(self, store: KVStore | None) -> None:
+        """Read states back from ``store`` when a prompt matches one better than the cache does."""
+        self.store = store
+
+    def evaluation_cost(self, prompt: Sequence[int], reuse_limit: int = 0) -> int:
+        """How many tokens ``prepare(prompt)`` would evaluate, counting a state it would read back."""
+        min_chunk = self.config.reuse_min_chunk if self._can_shift else 0
+        reused = plan_reuse(self._cached, prompt, min_chunk, limit=reuse_limit).reused
+        if self.store is not None and (hit := self.store.match(prompt)) is not None:
+            reused = max(reused, min(hit[1], len(prompt) - 1))
+        return len(prompt) - reused
+
+    def _restore_if_better(self, prompt: Sequence[int], min_chunk: int, reuse_limit: int) -> None:
+        """Replace the cache with the saved state sharing the longest prefix with ``prompt``, when
+        that spares at least ``restore_min_gain`` evaluations over what the cache can reuse."""
+        assert self.store is not None
+        hit = self.store.match(prompt)
+        if hit is None:
+            return
+        entry, n = hit
+        n = min(n, len(prompt) - 1)
+        gain = self.config.restore_min_gain
+        head = 0
+        for a, b in zip(self._cached, prompt, strict=False):
+            if a != b:
+                break
+            head += 1
+        if n < head + gain:
+            return
+        if n < plan_reuse(self._cached, prompt, min_chunk, limit=reuse_limit).reused + gain:
+            return
+        self.restore(entry)
+
+    def restore(self, entry: KVEntry) -> bool:
+        """Load a saved state into sequence 0 (replacing the cache); False when it is unusable."""
+        assert self.store is not None
+        t0 = time.perf_counter()
+        blob = self.store.read(entry)
+        if blob is None:
+            return False
+        ll = self._ll
+        ll.llama_memory_clear(self._mem, True)  # every cell free: the state is read into one run
+        self._cached = []
+        buf = (ctypes.c_uint8 * len(blob)).from_buffer(blob)
+        ok = ll.llama_state_seq_set_data(self._ctx, buf, len(blob), 0)
+        del buf
+        if not ok:
+            ll.llama_memory_clear(self._mem, True)
+            self.store.forget(entry, "llama.cpp refused it")
+            return False
+        self._cached = [int(t) for t in entry.tokens]
+        self.tokens_restored += entry.n_tokens
+        self.last_restore = {"tokens": entry.n_tokens, "ms": round((time.perf_counter() - t0) * 1000, 1)}
+        log.debug("read back %d tokens of KV state in %.0f ms", entry.n_tokens, self.last_restore["ms"])
+        return True
+
+    def snapshot(self, n: int) -> tuple[list[int], memoryview] | None:
+        """Copy the KV of the first ``n`` cached tokens out of llama.cpp (None: nothing to copy).
+
+        Sequence 1 (free between requests; ``prepare`` parks chunks there only while it runs) gets a
+        metadata-only copy of positions [0, n) of sequence 0, and that sequence is serialized: the
+        suffix and generated tokens after the stable head are not worth keeping.
+        """
+        n = min(n, len(self._cached))
+        if -1 in self._cached[:n]:
+            n = self._cached.index(-1)
+        if n <= 0:
+            return None
+        ll, mem = self._ll, self._mem
+        ll.llama_memory_seq_rm(mem, 1, -1, -1)
+        ll.llama_memory_seq_cp(mem, 0, 1, 0, n)
+        try:
+            size = ll.llama_state_seq_get_size(self._ctx, 1)
+            buf = (ctypes.c_uint8 * size)()
+            got = ll.llama_state_seq_get_data(self._ctx, buf, size, 1)
+        finally:
+            ll.llama_memory_seq_rm(mem, 1, -1, -1)
+        if not got:
+            return None
+        return self._cached[:n], memoryview(buf).cast("B")[:got]
+
+    def save_state(self, n: int, *, wait: bool = False) -> bool:
+        """Save the first ``n`` cached tokens' KV to the store unless it already holds (nearly) them.
+
+        Only the copy out of llama.cpp happens on this (the engine's) thread; the disk write runs on
+        the store's writer thread unless ``wait``.
+        """
+        if self.store is None:
+            return False
+        n = min(n, len(self._cached))
+        head = self._cached[:n]
+        if -1 in head:
+            head = head[: head.index(-1)]
+        if len(head) < self.config.restore_min_gain or self.store.covered(
+            head, slack=self.config.restore_min_gain
+        ):
+            return False
+        snap = self.snapshot(len(head))
+        if snap is None:
+            return False
+        if wait:
+            return self.store.save(*snap) is not None
+        self.store.save_async(*snap)
+        return True
 
     def _evaluate_around_chunks(
         self, prompt: Sequence[int], missing: list[int], chunks: Sequence[Chunk]
