@@ -37,6 +37,7 @@ __all__ = ["DEFAULT_MAX_BYTES", "KVEntry", "KVStore", "common_prefix", "state_di
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BYTES = 1 << 30
+Blob = bytes | bytearray | memoryview
 
 _MAGIC = b"FIMBLEKV"
 _VERSION = 1
@@ -103,7 +104,7 @@ class KVStore:
         self._lock = threading.Lock()
         self._entries: dict[str, KVEntry] = {}
         self._used: dict[str, float] = {}  # key -> last use (file mtime), for LRU
-        self._queue: queue.Queue[tuple[np.ndarray, bytes] | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[np.ndarray, Blob] | None] = queue.Queue()
         self._writer: threading.Thread | None = None
         self._pending = 0
         self._idle = threading.Condition(self._lock)
@@ -180,10 +181,13 @@ class KVStore:
                 best = (entry, n)
         return best
 
-    def read(self, entry: KVEntry) -> bytes | None:
+    def read(self, entry: KVEntry) -> memoryview | None:
         """The state's bytes, verified; a missing, truncated or corrupt file is forgotten (None)."""
         try:
-            data = entry.path.read_bytes()
+            with open(entry.path, "rb") as f:
+                data = bytearray(os.fstat(f.fileno()).st_size)  # writable: llama.cpp reads it in place
+                got = f.readinto(data)
+            del data[got:]
         except OSError:
             self._forget(entry.key)
             return None
@@ -203,7 +207,7 @@ class KVStore:
             self._discard(entry.path, "truncated or corrupt")
             return None
         self.touch(entry)
-        return data[start:]
+        return memoryview(data)[start:]
 
     def touch(self, entry: KVEntry) -> None:
         """Mark ``entry`` used now (LRU order survives restarts through the file's mtime)."""
@@ -232,7 +236,7 @@ class KVStore:
         hit = self.match(arr)
         return hit is not None and hit[1] >= len(arr) - slack
 
-    def save(self, tokens: Sequence[int] | np.ndarray, blob: bytes) -> KVEntry | None:
+    def save(self, tokens: Sequence[int] | np.ndarray, blob: Blob) -> KVEntry | None:
         """Write a state now (atomically), then evict to the size bound. Never raises on I/O errors.
 
         Entries whose tokens are a prefix of the new one are removed: the new one serves them too.
@@ -296,7 +300,7 @@ class KVStore:
         for entry in victims:
             self._discard(entry.path, "least recently used")
 
-    def save_async(self, tokens: Sequence[int] | np.ndarray, blob: bytes) -> None:
+    def save_async(self, tokens: Sequence[int] | np.ndarray, blob: Blob) -> None:
         """Queue a ``save`` for the writer thread; the caller's thread only pays for the copy it made."""
         with self._lock:
             self._pending += 1
