@@ -6,6 +6,7 @@ owns the engine (see ``fimble.completion.worker``); nothing here knows about LSP
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fimble.completion.cancel import CancelToken
@@ -71,9 +72,15 @@ def wants_multiline(prefix: str, suffix: str, language: str | None = None) -> bo
 
 
 def complete(
-    engine: Engine, request: CompletionRequest, cancel: CancelToken | None = None
+    engine: Engine,
+    request: CompletionRequest,
+    cancel: CancelToken | None = None,
+    on_text: Callable[[str], None] | None = None,
 ) -> CompletionResult:
-    """Run one request on ``engine``; must be called from the engine's owning thread."""
+    """Run one request on ``engine``; must be called from the engine's owning thread.
+
+    ``on_text`` sees the raw text generated so far after each token (a request typed meanwhile may
+    wait for this generation when it agrees with it)."""
     prefix, suffix = request.prefix, request.suffix
     syntax = analyze(prefix, suffix, resolve_language(request.language, request.path), request.multiline)
     multiline = syntax.multiline
@@ -93,6 +100,7 @@ def complete(
         max_tokens=request.max_tokens,
         stop=make_stop_check(stop_ctx),
         cancel=cancel,
+        on_text=on_text,
         reuse_limit=prompt.stable_len,
     )
     text = clean_completion(generation.text, stop_ctx)
