@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from fimble.completion.cache import CacheConfig, CompletionCache
 from fimble.completion.completer import Completer, CompleterStats
 from fimble.completion.service import CompletionRequest, CompletionResult
 from fimble.completion.worker import Busy, Job
@@ -32,8 +33,14 @@ class SharedCompleter:
         self._factory: Factory = factory or (lambda m, t: Completer(m, threads=t, busy=busy))
         self._lock = threading.Lock()
         self._key = (model, threads)
-        self._current = self._factory(model, threads)
+        # One completion cache per process, on disk, shared by every model (keys name the model).
+        self.cache = CompletionCache(CacheConfig.from_env())
+        self._current = self._adopt_cache(self._factory(model, threads))
         self.generation = 0  # bumped on each swap, so watchers know to report the new load
+
+    def _adopt_cache(self, completer: Completer) -> Completer:
+        completer.cache = self.cache
+        return completer
 
     @property
     def current(self) -> Completer:
@@ -55,7 +62,7 @@ class SharedCompleter:
                 return None
             old = self._current
             self._key = (model, threads)
-            self._current = self._factory(model, threads)
+            self._current = self._adopt_cache(self._factory(model, threads))
             self.generation += 1
         log.info("switching model to %s (threads %s)", model or "default", threads or "auto")
         return old
@@ -89,6 +96,9 @@ class SharedCompleter:
     def stats(self) -> CompleterStats:
         return self._current.stats()
 
+    def answer_now(self, request: CompletionRequest, key: str | None) -> Job[CompletionResult] | None:
+        return self._current.answer_now(request, key)
+
     def submit(self, request: CompletionRequest, key: str | None = None) -> Job[CompletionResult]:
         return self._current.submit(request, key)
 
@@ -97,8 +107,8 @@ class SharedCompleter:
 
     def cancel(self, job: Job[Any]) -> None:
         """Cancel a job on whichever worker runs it (the current one, or a closing one)."""
-        job.cancel.cancel("cancelled")
-        self._current.worker.cancel(job)
+        self._current.cancel(job)
 
     def close(self) -> None:
         self._current.close()
+        self.cache.close()
