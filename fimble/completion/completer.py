@@ -8,20 +8,28 @@ cancel or disconnect.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from concurrent.futures import Future
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
 
+from fimble.completion.cache import CacheConfig, Cached, CompletionCache, request_key
 from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine, Generation
 from fimble.completion.fim import FimPrompt
 from fimble.completion.loading import load_engine
-from fimble.completion.service import CompletionRequest, CompletionResult, complete
-from fimble.completion.typeahead import TypeAhead
+from fimble.completion.service import CompletionRequest, CompletionResult, complete, wants_multiline
+from fimble.completion.typeahead import Flight, FlightCancel, TypeAhead
 from fimble.completion.worker import Busy, EngineWorker, Job
+from fimble.errors import Cancelled
 
 __all__ = ["Completer", "CompleterStats"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -34,6 +42,9 @@ class CompleterStats:
     tokens_reused: int = 0
     tokens_generated: int = 0
     typed_through: int = 0  # answered from the shown suggestion, without the model
+    cache_hits: int = 0  # answered from the completion cache, without the model
+    adopted: int = 0  # waited for the generation already running for the document
+    prefetched: int = 0  # continuations generated while idle (what follows an accepted suggestion)
 
 
 class Completer:
@@ -47,8 +58,16 @@ class Completer:
         n_ctx: int = 4096,
         load: Callable[[], Engine] | None = None,
         busy: Busy | None = None,
+        cache: CompletionCache | None = None,
+        prefetch: bool = True,
     ) -> None:
         self.model = model
+        # Memory only unless given one: the server passes its process-wide, disk-backed cache.
+        self.cache = cache or CompletionCache(CacheConfig(disk_mb=0))
+        self.prefetch = prefetch
+        self._model_id: str | None = None
+        self._flights: dict[str, Flight] = {}
+        self._prefetching: Job[Any] | None = None
         self._stats = CompleterStats()
         self._lock = threading.Lock()
         self.last: dict[str, object] = {}  # the last request's timeline, for `fimble.status`
@@ -72,41 +91,198 @@ class Completer:
         with self._lock:
             return CompleterStats(**vars(self._stats))
 
+    def answer_now(self, request: CompletionRequest, key: str | None) -> Job[CompletionResult] | None:
+        """An answer that needs neither the model nor cross-file context (the user typed into the
+        shown suggestion), or None. Front doors ask this before fetching context."""
+        if key is None or (hit := self._typeahead.lookup(key, request.prefix, request.suffix)) is None:
+            return None
+        with self._lock:
+            self._stats.requests += 1
+        self._supersede(key)
+        return self._answered(request, hit, "typed_through")
+
     def submit(self, request: CompletionRequest, key: str | None = None) -> Job[CompletionResult]:
         """Queue a completion; a newer one with the same ``key`` (document, client) cancels this one.
 
-        When the user has typed the first characters of the suggestion last shown for ``key``, the
-        rest of it is answered at once, without the model (the job's future is already done).
+        Answered at once, without the model, when the user has typed the first characters of the
+        suggestion last shown for ``key`` (typed-through) or the same request was answered before
+        (the completion cache, in memory and on disk). A request typed while the generation for
+        ``key`` runs, and agreeing with what it has produced so far, waits for that generation
+        instead of cancelling it (adopted).
         """
+        if (now := self.answer_now(request, key)) is not None:
+            return now
         submitted = time.perf_counter()
         with self._lock:
             self._stats.requests += 1
-        if key is not None and (hit := self._typeahead.lookup(key, request.prefix, request.suffix)):
-            self.worker.cancel_key(key)
-            return self._typed_through(key, hit, request)
+        cache_key = self._cache_key(request)
+        if cache_key is not None and (found := self.cache.get(cache_key)) is not None:
+            cached, where = found
+            if key is not None:
+                self._supersede(key)
+                self._typeahead.remember(key, request.prefix, request.suffix, cached.text, cached.multiline)
+            return self._answered(request, (cached.text, cached.multiline), "cached", where)
+        if key is not None and (adopted := self._adopt(key, request)) is not None:
+            return adopted
+        return self._start(request, key, cache_key, submitted)
 
-        def run(engine: Engine, cancel: CancelToken) -> CompletionResult:
+    def _start(
+        self,
+        request: CompletionRequest,
+        key: str | None,
+        cache_key: bytes | None,
+        submitted: float,
+        waiter: CancelToken | None = None,
+    ) -> Job[CompletionResult]:
+        """Run ``request`` on the model as a flight others may adopt; ``waiter`` is the cancel token
+        of the request it answers when that is not the job's own (a re-run for an adopter)."""
+        self._cancel_prefetch()
+        flight = Flight(key or "", request.prefix, request.suffix, request.path, request.max_tokens)
+        cancel = FlightCancel(flight)
+
+        def on_text(text: str) -> None:
+            flight.produced = text
+
+        def run(engine: Engine, own: CancelToken) -> CompletionResult:
             started = time.perf_counter()
-            result = complete(engine, request, cancel)
+            with self._lock:
+                flight.running = True
+            try:
+                result = complete(engine, request, cancel, on_text)
+            except BaseException as err:
+                self._land(flight, None, err)
+                raise
             self._record(result.generation, queued_ms=(started - submitted) * 1000, path=request.path)
-            if key is not None and result.stop_reason != "cancelled":
-                self._typeahead.remember(key, request.prefix, request.suffix, result.text, result.multiline)
+            if result.stop_reason != "cancelled":
+                if cache_key is not None and result.stop_reason != "context_full":
+                    self.cache.put(cache_key, Cached(result.text, result.multiline))
+                if key is not None:
+                    self._typeahead.remember(
+                        key, request.prefix, request.suffix, result.text, result.multiline
+                    )
+                    self._schedule_prefetch(key, request, result)
+            self._land(flight, result, None)
             return result
 
-        return self.worker.submit(run, key)
+        with self._lock:
+            if key is not None:
+                if (old := self._flights.get(key)) is not None:
+                    old.dead = True
+                self._flights[key] = flight
+            job = self.worker.submit(run, key)
+            flight.waiters.append(waiter or job.cancel)
+        return job
 
-    def _typed_through(
-        self, key: str, hit: tuple[str, bool], request: CompletionRequest
+    def _supersede(self, key: str) -> None:
+        """Stop the model work for ``key``: its answer is no longer wanted."""
+        with self._lock:
+            if (flight := self._flights.pop(key, None)) is not None:
+                flight.dead = True
+        self.worker.cancel_key(key)
+
+    def _adopt(self, key: str, request: CompletionRequest) -> Job[CompletionResult] | None:
+        with self._lock:
+            flight = self._flights.get(key)
+            if flight is None:
+                return None
+            typed = flight.accepts(request.prefix, request.suffix, request.path, request.max_tokens)
+            if typed is None:
+                return None
+            job: Job[CompletionResult] = Job(_never_run, key)
+            flight.waiters.append(job.cancel)
+            flight.adopters.append((job, typed, request))
+            self._stats.adopted += 1
+        return job
+
+    def _land(self, flight: Flight, result: CompletionResult | None, err: BaseException | None) -> None:
+        """The flight ended: answer each request that waited on it from its result, or run it anew."""
+        with self._lock:
+            flight.finished = True
+            if self._flights.get(flight.key) is flight:
+                del self._flights[flight.key]
+            adopters = list(flight.adopters)
+        for i, (job, typed, request) in enumerate(adopters):
+            if job.future.done():
+                continue
+            if err is not None and not isinstance(err, Cancelled):
+                job.future.set_exception(err)
+            elif flight.dead:
+                job.future.set_exception(Cancelled("superseded by a newer request"))
+            elif result is not None and result.text.startswith(typed) and len(result.text) > len(typed):
+                gen = result.generation
+                reason = "cancelled" if gen.stop_reason == "cancelled" else "adopted"
+                with self._lock:
+                    self.last = {"path": request.path, "stop_reason": reason, "tokens_evaluated": 0}
+                job.future.set_result(
+                    CompletionResult(
+                        text=result.text[len(typed) :],
+                        multiline=result.multiline,
+                        generation=Generation(result.text[len(typed) :], (), reason, 0, 0, 0, 0.0, 0.0),
+                        parts=result.parts,
+                    )
+                )
+            elif job.cancel.cancelled or i < len(adopters) - 1:
+                job.future.set_exception(Cancelled("superseded by a newer request"))
+            else:  # the generation went elsewhere: the newest waiter gets a generation of its own
+                try:
+                    rerun = self._start(
+                        request,
+                        flight.key or None,
+                        self._cache_key(request),
+                        time.perf_counter(),
+                        waiter=job.cancel,
+                    )
+                except RuntimeError as closed:
+                    job.future.set_exception(Cancelled(str(closed)))
+                    continue
+                rerun.future.add_done_callback(lambda f, j=job: _transfer(f, j))
+
+    def _answered(
+        self, request: CompletionRequest, hit: tuple[str, bool], how: str, where: str = ""
     ) -> Job[CompletionResult]:
         text, multiline = hit
-        gen = Generation(text, (), "typed_through", 0, 0, 0, 0.0, 0.0)
-        job: Job[CompletionResult] = Job(lambda _e, _c: result, key)
+        gen = Generation(text, (), how, 0, 0, 0, 0.0, 0.0)
         result = CompletionResult(text=text, multiline=multiline, generation=gen, parts=())
+        job: Job[CompletionResult] = Job(lambda _e, _c: result)
         job.future.set_result(result)
         with self._lock:
-            self._stats.typed_through += 1
-            self.last = {"path": request.path, "stop_reason": "typed_through", "tokens_evaluated": 0}
+            if how == "typed_through":
+                self._stats.typed_through += 1
+            else:
+                self._stats.cache_hits += 1
+            self.last = {"path": request.path, "stop_reason": how, "tokens_evaluated": 0}
+            if where:
+                self.last["cache"] = where
         return job
+
+    def _cache_key(self, request: CompletionRequest) -> bytes | None:
+        """What the suggestion depends on: model, path, text around the cursor, context, budgets."""
+        engine = self.worker.engine
+        if engine is None:
+            return None
+        if self._model_id is None:
+            path = getattr(engine, "model_path", None)
+            try:
+                size = Path(path).stat().st_size if path is not None else 0
+            except OSError:
+                size = 0
+            self._model_id = f"{path or self.model or type(engine).__name__}:{size}"
+        multiline = request.multiline
+        if multiline is None:
+            multiline = wants_multiline(request.prefix, request.suffix)
+        files = [part for f in request.context_files for part in f[:2]]
+        parts = [
+            request.path or "",
+            multiline,
+            request.max_tokens,
+            request.prefix_budget,
+            request.suffix_budget,
+            request.prefix,
+            request.suffix,
+            len(files),
+            *files,
+        ]
+        return request_key(self._model_id, parts)
 
     def submit_tokens(
         self,
@@ -121,6 +297,7 @@ class Completer:
         the worker thread from the engine (tokenizer, FIM ids). A built ``FimPrompt`` lets the engine
         move its repository chunks in the KV cache, as for editor requests."""
         submitted = time.perf_counter()
+        self._cancel_prefetch()
 
         def run(engine: Engine, cancel: CancelToken) -> Generation:
             started = time.perf_counter()
@@ -165,5 +342,68 @@ class Completer:
                 "stop_reason": gen.stop_reason,
             }
 
+    # -- prefetch ------------------------------------------------------------------------------------
+
+    def _schedule_prefetch(self, key: str, request: CompletionRequest, result: CompletionResult) -> None:
+        """Once idle, generate what follows ``result`` when it is accepted (the next lines), so that
+        accepting it, or typing through it, is answered without the model. Any request for the
+        model cancels it (``_cancel_prefetch``); it only ever fills the type-ahead and the cache."""
+        line_rest = request.suffix.split("\n", 1)[0]
+        if not self.prefetch or request.multiline is False or not result.text.strip() or line_rest.strip():
+            return
+        text = request.prefix + result.text
+        follow = replace(request, text=text + request.suffix, offset=len(text), multiline=True)
+        base = (request.prefix, request.suffix, result.text)
+
+        def run(engine: Engine, cancel: CancelToken) -> None:
+            if cancel.cancelled or not self._typeahead.shows(key, *base):
+                return
+            more = complete(engine, follow, cancel)
+            if more.stop_reason == "cancelled":
+                return
+            with self._lock:
+                self._stats.prefetched += 1
+                self._stats.tokens_evaluated += more.generation.tokens_evaluated
+                self._stats.tokens_generated += len(more.generation.tokens)
+            if (cache_key := self._cache_key(follow)) is not None:
+                self.cache.put(cache_key, Cached(more.text, more.multiline))
+            self._typeahead.extend(key, *base, more.text)
+
+        with self._lock:
+            try:
+                self._prefetching = self.worker.submit(run, f"prefetch\0{key}")
+            except RuntimeError:  # closing
+                self._prefetching = None
+
+    def _cancel_prefetch(self) -> None:
+        with self._lock:
+            job, self._prefetching = self._prefetching, None
+        if job is not None and not job.future.done():
+            self.worker.cancel(job)
+
+    def cancel(self, job: Job[Any], reason: str = "cancelled") -> None:
+        """Cancel a job for its caller (a generation others wait on goes on until they cancel too)."""
+        job.cancel.cancel(reason)
+        self.worker.cancel(job)
+
     def close(self) -> None:
+        with self._lock:
+            for flight in self._flights.values():
+                flight.dead = True
         self.worker.close()
+
+
+def _never_run(_engine: Engine, _cancel: CancelToken) -> CompletionResult:  # pragma: no cover
+    """The function of a job answered by another generation (adopted): never queued, never run."""
+    raise AssertionError("an adopted job is never run")
+
+
+def _transfer(src: Future[CompletionResult], job: Job[CompletionResult]) -> None:
+    if job.future.done():
+        return
+    if src.cancelled():
+        job.future.set_exception(Cancelled("cancelled"))
+    elif (exc := src.exception()) is not None:
+        job.future.set_exception(exc)
+    else:
+        job.future.set_result(src.result())

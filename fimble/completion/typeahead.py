@@ -1,5 +1,11 @@
-"""Typing through a suggestion: when the user types the characters the suggestion starts with, the
-rest of it is still the answer, and costs no model time at all.
+"""Typing ahead of the model: answers that follow from a suggestion already shown or being generated.
+
+- ``TypeAhead``: when the user types the characters the shown suggestion starts with, the rest of it
+  is still the answer, and costs no model time at all. A prefetched continuation (what follows the
+  suggestion once accepted, see ``Completer``) extends it: after accepting, the next line is shown.
+- ``Flight``: a generation in progress for a document. When the user types while it runs and what they
+  typed agrees with what it has produced so far, the new request waits for it instead of starting
+  over (``consistent``); the generation stops only when every request waiting on it is cancelled.
 
 Keyed like the engine's jobs (a document URI), one suggestion per key. Pure string work: a request
 matches when its prefix is the remembered prefix plus text the suggestion starts with, and the text
@@ -10,9 +16,12 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["TypeAhead"]
+from fimble.completion.cancel import CancelToken
+
+__all__ = ["Flight", "FlightCancel", "TypeAhead"]
 
 
 @dataclass(frozen=True)
@@ -21,6 +30,7 @@ class _Shown:
     suffix: str
     text: str
     multiline: bool
+    more: str = ""  # prefetched: what follows ``text`` once it is accepted
 
 
 class TypeAhead:
@@ -40,8 +50,29 @@ class TypeAhead:
             while len(self._shown) > self._max:
                 self._shown.popitem(last=False)
 
+    def shows(self, key: str, prefix: str, suffix: str, text: str) -> bool:
+        """Whether ``text`` at (prefix, suffix) is still the suggestion remembered for ``key``."""
+        with self._lock:
+            shown = self._shown.get(key)
+        return shown is not None and (shown.prefix, shown.suffix, shown.text) == (prefix, suffix, text)
+
+    def extend(self, key: str, prefix: str, suffix: str, text: str, more: str) -> bool:
+        """Attach a prefetched continuation to the suggestion, if it is still the one shown."""
+        if not more:
+            return False
+        with self._lock:
+            shown = self._shown.get(key)
+            if shown is None or (shown.prefix, shown.suffix, shown.text) != (prefix, suffix, text):
+                return False
+            self._shown[key] = _Shown(prefix, suffix, text, shown.multiline, more)
+        return True
+
     def lookup(self, key: str, prefix: str, suffix: str) -> tuple[str, bool] | None:
-        """The rest of the remembered suggestion and its shape, when the user typed into it."""
+        """The rest of the remembered suggestion and its shape, when the user typed into it.
+
+        Within the suggestion, the rest of it; once all of it is typed or accepted, the prefetched
+        continuation (multi-line: it is the next lines).
+        """
         with self._lock:
             shown = self._shown.get(key)
         if shown is None or suffix != shown.suffix or len(prefix) <= len(shown.prefix):
@@ -49,10 +80,73 @@ class TypeAhead:
         if not prefix.startswith(shown.prefix):
             return None
         typed = prefix[len(shown.prefix) :]
-        if not shown.text.startswith(typed) or len(typed) >= len(shown.text):
+        if len(typed) < len(shown.text):
+            return (shown.text[len(typed) :], shown.multiline) if shown.text.startswith(typed) else None
+        whole = shown.text + shown.more
+        if not whole.startswith(typed) or len(typed) >= len(whole):
             return None
-        return shown.text[len(typed) :], shown.multiline
+        return whole[len(typed) :], True
 
     def forget(self, key: str) -> None:
         with self._lock:
             self._shown.pop(key, None)
+
+
+def consistent(typed: str, produced: str) -> bool:
+    """Whether a generation that has produced ``produced`` may still yield text starting with ``typed``."""
+    return produced.startswith(typed) or typed.startswith(produced)
+
+
+@dataclass(eq=False)
+class Flight:
+    """A generation running for one key, and the requests waiting on it.
+
+    ``waiters`` are the cancel tokens of those requests: the first one's own, then one per adopter.
+    The generation is cancelled when the flight is superseded (``dead``) or all of them are.
+    """
+
+    key: str
+    prefix: str
+    suffix: str
+    path: str | None
+    max_tokens: int
+    waiters: list[CancelToken] = field(default_factory=list)
+    adopters: list[tuple[Any, str, Any]] = field(default_factory=list)  # (job, typed, request)
+    produced: str = ""  # raw text generated so far (engine thread writes, others read)
+    running: bool = False
+    finished: bool = False
+    dead: bool = False
+
+    @property
+    def cancelled(self) -> bool:
+        return self.dead or all(t.cancelled for t in self.waiters)
+
+    def accepts(self, prefix: str, suffix: str, path: str | None, max_tokens: int) -> str | None:
+        """What the user typed since this flight's prefix, if a request there can wait for it."""
+        if not self.running or self.finished or self.cancelled:
+            return None
+        if (suffix, path, max_tokens) != (self.suffix, self.path, self.max_tokens):
+            return None
+        if len(prefix) <= len(self.prefix) or not prefix.startswith(self.prefix):
+            return None
+        typed = prefix[len(self.prefix) :]
+        return typed if consistent(typed, self.produced) else None
+
+
+class FlightCancel(CancelToken):
+    """The cancel token the engine polls for a flight: set when the flight is cancelled."""
+
+    __slots__ = ("_flight",)
+
+    def __init__(self, flight: Flight) -> None:
+        super().__init__()
+        self._flight = flight
+
+    @property
+    def cancelled(self) -> bool:
+        if self._flight.cancelled:
+            if not self.reason:
+                live = [t.reason for t in self._flight.waiters if t.reason]
+                self.reason = "superseded" if self._flight.dead else (live[-1] if live else "cancelled")
+            return True
+        return False

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fimble.completion.service import CompletionRequest, CompletionResult
@@ -78,6 +78,21 @@ def whole_lines(text: str) -> str:
     return text[:cut].rstrip() if cut > 0 and text[:cut].strip() else ""
 
 
+def _engine_stats(result: CompletionResult) -> dict[str, Any]:
+    """What this request cost; ``stop_reason`` says how it was answered without the model
+    (typed_through, cached, adopted) — read by ``fimble.status`` and bench/typing.py."""
+    gen = result.generation
+    return {
+        "stop_reason": gen.stop_reason,
+        "prompt_tokens": gen.prompt_tokens,
+        "tokens_evaluated": gen.tokens_evaluated,
+        "tokens_reused": gen.tokens_reused,
+        "tokens_generated": len(gen.tokens),
+        "prompt_ms": round(gen.prompt_ms, 1),
+        "generation_ms": round(gen.generation_ms, 1),
+    }
+
+
 class Suggester:
     """Runs queries against the shared completer; remembers the last one's timeline for status."""
 
@@ -121,15 +136,6 @@ class Suggester:
                 return None
         deadline = received + settings.deadline_ms / 1000
         text, offset = query.text, query.offset
-        t0 = time.monotonic()
-        context = await self.index.context_for(
-            query.path, text[:offset], text[offset:], min(_CONTEXT_TIMEOUT_S, max(0.0, deadline - t0))
-        )
-        timeline["context_ms"] = round((time.monotonic() - t0) * 1000, 1)
-        timeline["context_files"] = len(context)
-        if not self._newest(query.key, seq):
-            timeline["outcome"] = "superseded"
-            return None
         request = CompletionRequest(
             text=text,
             offset=offset,
@@ -137,13 +143,24 @@ class Suggester:
             language=query.language,
             max_tokens=settings.max_tokens,
             multiline=settings.multiline_flag,
-            context_files=context,
             prefix_budget=settings.prefix_tokens,
             suffix_budget=settings.suffix_tokens,
         )
-        job = self.completer.submit(request, key=query.key)
+        # Typing into the shown suggestion needs neither context nor model: answer before fetching.
+        job = self.completer.answer_now(request, query.key)
+        if job is None:
+            t0 = time.monotonic()
+            context = await self.index.context_for(
+                query.path, text[:offset], text[offset:], min(_CONTEXT_TIMEOUT_S, max(0.0, deadline - t0))
+            )
+            timeline["context_ms"] = round((time.monotonic() - t0) * 1000, 1)
+            timeline["context_files"] = len(context)
+            if not self._newest(query.key, seq):
+                timeline["outcome"] = "superseded"
+                return None
+            job = self.completer.submit(replace(request, context_files=context), key=query.key)
         result = await self._await(job, deadline, timeline)
-        timeline["engine"] = dict(self.completer.last)
+        timeline["engine"] = _engine_stats(result) if result is not None else dict(self.completer.last)
         return self._interpret(result, job, received, timeline)
 
     async def _await(

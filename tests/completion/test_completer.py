@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
+import pytest
+
+from fimble.completion.cache import CacheConfig, CompletionCache
 from fimble.completion.completer import Completer
 from fimble.completion.engine import Generation
 from fimble.completion.fim import FimTokens
 from fimble.completion.service import CompletionRequest
+from fimble.errors import Cancelled
 
 
 class FakeEngine:
@@ -67,4 +72,172 @@ def test_typed_through_answer_cancels_a_running_request_for_the_same_document() 
     assert not other.cancel.cancelled
     engine.gate.set()
     assert other.future.result(5).text == "append(x)"
+    completer.close()
+
+
+class StreamingEngine(FakeEngine):
+    """Produces ``answer`` one character per step; ``step`` lets the test release characters."""
+
+    def __init__(self, answer: str) -> None:
+        super().__init__(answer)
+        self.step = threading.Semaphore(0)
+        self.produced = threading.Event()  # set after each character
+        self.requests: list[list[int]] = []
+
+    def generate(self, prompt: list[int], **kw: object) -> Generation:
+        self.calls += 1
+        self.requests.append(prompt)
+        cancel, on_text = kw["cancel"], kw["on_text"]
+        text = ""
+        for ch in self.answer:
+            while not self.step.acquire(timeout=0.01) or cancel.cancelled:  # type: ignore[attr-defined]
+                if cancel.cancelled:  # type: ignore[attr-defined]
+                    return Generation(text, (9,) * len(text), "cancelled", len(prompt), 1, 0, 1.0, 1.0)
+            text += ch
+            on_text(text)  # type: ignore[operator]
+            self.produced.set()
+        return Generation(text, (9,) * len(text), "eog", len(prompt), len(prompt), 0, 1.0, 1.0)
+
+
+def _wait(predicate: object, timeout: float = 5.0) -> None:
+    import time
+
+    end = time.monotonic() + timeout
+    while not predicate():  # type: ignore[operator]
+        assert time.monotonic() < end, "condition not reached"
+        time.sleep(0.005)
+
+
+def test_typing_what_the_running_generation_produces_waits_for_it() -> None:
+    engine = StreamingEngine("append(x)")
+    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    first = completer.submit(request("xs."), key="doc")
+    engine.step.release(3)  # "app" produced
+    _wait(lambda: engine.produced.is_set() and completer._flights["doc"].produced == "app")
+    second = completer.submit(request("xs.ap"), key="doc")  # typed "ap": agrees with "app"
+    first.cancel.cancel("cancelled")  # the editor drops the older request: the generation goes on
+    assert not second.future.done()
+    engine.step.release(100)
+    assert second.future.result(5).text == "pend(x)"
+    assert second.future.result().stop_reason == "adopted"
+    assert first.future.result(5).text == "append(x)"
+    assert engine.calls == 1 and completer.stats().adopted == 1
+    completer.close()
+
+
+def test_a_generation_that_went_elsewhere_is_run_again_for_the_newest_request() -> None:
+    engine = StreamingEngine("append(x)")
+    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    completer.submit(request("xs."), key="doc")
+    _wait(lambda: "doc" in completer._flights and completer._flights["doc"].running)
+    # Nothing produced yet, so "e" agrees; the generation then produces "append(x)", not "e...".
+    adopted = completer.submit(request("xs.e"), key="doc")
+    engine.step.release(100)
+    engine.answer = "xtend(ys)"
+    assert adopted.future.result(5).text == "xtend(ys)"
+    assert engine.calls == 2
+    completer.close()
+
+
+def test_typing_something_else_supersedes_the_generation_and_its_adopters() -> None:
+    engine = StreamingEngine("append(x)")
+    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    first = completer.submit(request("xs."), key="doc")
+    engine.step.release(2)
+    _wait(lambda: completer._flights["doc"].produced == "ap")
+    adopted = completer.submit(request("xs.a"), key="doc")
+    other = completer.submit(request("xs.b"), key="doc")  # disagrees: supersedes
+    engine.step.release(1000)
+    assert first.future.result(5).stop_reason == "cancelled"
+    with pytest.raises(Cancelled):
+        adopted.future.result(5)
+    assert other.future.result(5).text == "append(x)"
+    completer.close()
+
+
+def test_cancelling_every_waiter_stops_the_generation() -> None:
+    engine = StreamingEngine("append(x)")
+    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    first = completer.submit(request("xs."), key="doc")
+    _wait(lambda: "doc" in completer._flights and completer._flights["doc"].running)
+    second = completer.submit(request("xs.a"), key="doc")
+    completer.cancel(first)
+    completer.cancel(second, "deadline")
+    assert first.future.result(5).stop_reason == "cancelled"
+    with pytest.raises(Cancelled):
+        second.future.result(5)  # nothing produced yet: nothing to keep
+    completer.close()
+
+
+def test_a_repeated_request_is_answered_from_the_cache() -> None:
+    engine = FakeEngine("append(x)")
+    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    completer.submit(request("xs."), key="doc").future.result(5)
+    completer.submit(request("ys."), key="doc").future.result(5)  # elsewhere (no typed-through)
+    again = completer.submit(request("xs."), key="doc")  # undo: the same text again
+    assert again.future.done() and again.future.result().stop_reason == "cached"
+    assert again.future.result().text == "append(x)"
+    assert engine.calls == 2 and completer.stats().cache_hits == 1
+    assert completer.submit(request("xs.app"), key="doc").future.result().stop_reason == "typed_through"
+    changed = CompletionRequest(text="xs.\n", offset=3, multiline=False, max_tokens=8)
+    completer.submit(changed, key="doc").future.result(5)  # other settings: not the same request
+    assert engine.calls == 3
+    completer.close()
+
+
+def test_the_cache_survives_a_new_completer_on_the_same_directory(tmp_path: Path) -> None:
+    def run() -> tuple[str, int]:
+        engine = FakeEngine("append(x)")
+        cache = CompletionCache(CacheConfig(path=tmp_path / "cache"))
+        completer = Completer(load=lambda: engine, cache=cache, prefetch=False)  # type: ignore[arg-type, return-value]
+        result = completer.submit(request("xs."), key="doc").future.result(5)
+        completer.close()
+        cache.close()
+        return result.stop_reason, engine.calls
+
+    assert run() == ("eog", 1)
+    assert run() == ("cached", 0)
+
+
+class ScriptedEngine(FakeEngine):
+    def __init__(self, *answers: str) -> None:
+        super().__init__("")
+        self.answers = list(answers)
+
+    def generate(self, prompt: list[int], **kw: object) -> Generation:
+        self.answer = self.answers.pop(0)
+        return super().generate(prompt, **kw)
+
+
+def test_idle_prefetch_answers_the_line_after_an_accepted_suggestion() -> None:
+    engine = ScriptedEngine(" = 1", "\ny = 2")
+    completer = Completer(load=lambda: engine)  # type: ignore[arg-type, return-value]
+    auto = CompletionRequest(text="x\n", offset=1)  # multi-line decided from the cursor
+    assert completer.submit(auto, key="doc").future.result(5).text == " = 1"
+    _wait(lambda: completer.stats().prefetched == 1)
+    accepted = CompletionRequest(text="x = 1\n", offset=5)
+    hit = completer.submit(accepted, key="doc")
+    assert hit.future.done() and hit.future.result().text == "\ny = 2"
+    assert (
+        completer.submit(CompletionRequest(text="x = 1\ny\n", offset=7), key="doc").future.result().text
+        == " = 2"
+    )
+    assert engine.calls == 2
+    completer.close()
+
+
+def test_prefetch_yields_to_any_request() -> None:
+    engine = StreamingEngine(" = 1")
+    completer = Completer(load=lambda: engine)  # type: ignore[arg-type, return-value]
+    engine.step.release(4)
+    completer.submit(CompletionRequest(text="x\n", offset=1), key="doc").future.result(5)
+    _wait(lambda: engine.calls == 2)  # the prefetch is generating (held: no steps left)
+    prefetch = completer._prefetching
+    assert prefetch is not None
+    engine.answer = "zz"
+    job = completer.submit(CompletionRequest(text="q\n", offset=1), key="other")
+    assert prefetch.cancel.cancelled
+    engine.step.release(10)
+    assert job.future.result(5).text == "zz"
+    assert completer.stats().prefetched == 0
     completer.close()

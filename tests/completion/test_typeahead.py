@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from fimble.completion.typeahead import TypeAhead
+from fimble.completion.cancel import CancelToken
+from fimble.completion.typeahead import Flight, FlightCancel, TypeAhead
 
 
 def test_typed_characters_of_the_suggestion_leave_its_rest() -> None:
@@ -30,3 +31,41 @@ def test_bounded_number_of_documents() -> None:
         t.remember(key, "p", "s", "xyz", False)
     assert t.lookup("a", "px", "s") is None
     assert t.lookup("c", "px", "s") == ("yz", False)
+
+
+def test_a_prefetched_continuation_follows_the_accepted_suggestion() -> None:
+    t = TypeAhead()
+    t.remember("doc", "if x", "\n", ":", False)
+    assert t.extend("doc", "if x", "\n", ":", "\n    return 1")
+    assert t.lookup("doc", "if x:", "\n") == ("\n    return 1", True)  # accepted: the next line
+    assert t.lookup("doc", "if x:\n    ret", "\n") == ("urn 1", True)  # and typed into
+    assert t.lookup("doc", "if x:\n  x", "\n") is None
+    assert not t.extend("doc", "if x", "\n", "other", "\nmore")  # no longer the shown suggestion
+
+
+def test_a_flight_accepts_what_agrees_with_its_output_so_far() -> None:
+    flight = Flight("doc", "x = fo", "\n", "a.py", 16)
+    flight.waiters.append(CancelToken())
+    assert flight.accepts("x = foo", "\n", "a.py", 16) is None  # not running yet: supersede instead
+    flight.running = True
+    assert flight.accepts("x = foo", "\n", "a.py", 16) == "o"  # nothing produced yet: agrees
+    flight.produced = "o(1"
+    assert flight.accepts("x = foo(", "\n", "a.py", 16) == "o("
+    assert flight.accepts("x = foo(1, 2", "\n", "a.py", 16) == "o(1, 2"  # typed past it: may agree
+    assert flight.accepts("x = fox", "\n", "a.py", 16) is None
+    assert flight.accepts("x = foo", "\nchanged", "a.py", 16) is None
+    assert flight.accepts("x = foo", "\n", "b.py", 16) is None
+    assert flight.accepts("x = fo", "\n", "a.py", 16) is None  # nothing typed
+
+
+def test_a_flight_is_cancelled_when_every_waiter_is() -> None:
+    flight = Flight("doc", "p", "s", None, 16)
+    first, second = CancelToken(), CancelToken()
+    flight.waiters += [first, second]
+    token = FlightCancel(flight)
+    first.cancel("cancelled")
+    assert not token.cancelled
+    second.cancel("deadline")
+    assert token.cancelled and token.reason == "deadline"
+    again = FlightCancel(Flight("doc", "p", "s", None, 16, waiters=[CancelToken()], dead=True))
+    assert again.cancelled and again.reason == "superseded"

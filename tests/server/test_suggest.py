@@ -37,6 +37,9 @@ class StubCompleter:
         self.last: dict[str, object] = {}
         self.model = "stub"
 
+    def answer_now(self, request: CompletionRequest, key: str | None) -> Job[CompletionResult] | None:
+        return None
+
     def submit(self, request: CompletionRequest, key: str | None = None) -> Job[CompletionResult]:
         for _, old in self.jobs:
             if old.key == key and not old.future.done():
