@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from fimble.completion.stops import StopContext
+from fimble.completion.stops import StopContext, make_stop_check
 
-__all__ = ["clean_completion", "trim_suffix_overlap"]
+__all__ = ["clean_completion", "trim_suffix_lines", "trim_suffix_overlap"]
 
 _PAIRS = {")": "(", "]": "[", "}": "{"}
 
@@ -24,18 +24,34 @@ def _excess(line: str) -> int:
     return unmatched + line.count('"') % 2
 
 
+def _unclosed(line: str) -> int:
+    """Openers left open at the end of ``line`` (closers without an opener are not counted)."""
+    depth = 0
+    for ch in line:
+        if ch in "([{":
+            depth += 1
+        elif ch in _PAIRS and depth:
+            depth -= 1
+    return depth
+
+
 def trim_suffix_overlap(text: str, line_prefix: str, line_suffix: str) -> str:
     """Drop the end of ``text`` that repeats what already follows the cursor on its line.
 
     ``dates.append(|)`` completed as ``dt.date(y, m, d))`` would leave two closing parentheses once
-    the editor inserts it before the existing ``)``. The overlap is trimmed only when that makes the
-    line better balanced, so a correct ``dt.date(y, m, d)`` keeps its own ``)``.
+    the editor inserts it before the existing ``)``. A part of the rest of the line is trimmed only
+    when that makes the line better balanced, so a correct ``dt.date(y, m, d)`` keeps its own ``)``;
+    all of it (``let n = |;`` completed as ``items.length;``) also when balance stays the same.
     """
     rest = line_suffix.rstrip()
     body = text.rstrip()
     if not rest or not body:
         return text
     before = _excess(line_prefix + body + rest)
+    if len(body) > len(rest) and body.endswith(rest):
+        trimmed = line_prefix + body[: -len(rest)] + rest
+        if _excess(trimmed) <= before and _unclosed(trimmed) <= _unclosed(line_prefix + body + rest):
+            return body[: -len(rest)]
     if before == 0:
         return text
     for k in range(min(len(rest), len(body)), 0, -1):
@@ -44,9 +60,33 @@ def trim_suffix_overlap(text: str, line_prefix: str, line_suffix: str) -> str:
     return text
 
 
+def trim_suffix_lines(text: str, suffix: str) -> str:
+    """Drop the last lines of a multi-line ``text`` that repeat the first lines after the cursor.
+
+    The suffix-repeat stop catches a repeated line once it is complete; a generation cut by the
+    token limit may end in the middle of one, or in lines the stop saw only as a whole.
+    """
+    after = [line.strip() for line in suffix.split("\n")[1:] if line.strip()]
+    lines = text.split("\n")
+    for k in range(min(len(lines) - 1, len(after)), 0, -1):
+        tail = [line.strip() for line in lines[-k:]]
+        if all(tail) and tail == after[:k] and any(ch.isalnum() for ch in "".join(tail)):
+            return "\n".join(lines[:-k]).rstrip()
+    return text
+
+
 def clean_completion(text: str, ctx: StopContext) -> str:
-    """Trailing whitespace off and, for a one-line suggestion, no overlap with the line's suffix."""
+    """Trailing whitespace off, and no overlap with the suffix: for a one-line suggestion with the rest
+    of the cursor's line, for a block with the lines that follow it.
+
+    The stop rules judge a line once it is complete; a generation that ended (end of generation, token
+    limit) in the middle of its last line has that line judged here, as if a newline followed.
+    """
     text = text.rstrip()
+    if text and (hit := make_stop_check(ctx)(text + "\n")) is not None:
+        text = text[: hit[1]].rstrip()
     if "\n" not in text:
         text = trim_suffix_overlap(text, ctx.line_prefix, ctx.suffix.split("\n", 1)[0])
+    else:
+        text = trim_suffix_lines(text, ctx.suffix)
     return text

@@ -1,0 +1,4 @@
+fn f() {
+    let v = vec![1, 2];
+    println!("{}", <CURSOR>
+}

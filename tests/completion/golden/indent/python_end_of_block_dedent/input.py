@@ -1,0 +1,5 @@
+def f():
+    x = 1
+    <CURSOR>
+
+print(f())

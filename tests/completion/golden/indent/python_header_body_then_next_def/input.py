@@ -1,0 +1,1 @@
+def area(r):<CURSOR>

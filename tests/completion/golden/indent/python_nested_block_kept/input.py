@@ -1,0 +1,1 @@
+def first_even(xs):<CURSOR>

@@ -1,0 +1,2 @@
+if <CURSOR>:
+    pass

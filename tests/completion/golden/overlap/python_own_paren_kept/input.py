@@ -1,0 +1,1 @@
+    dates.append(<CURSOR>)

@@ -1,0 +1,2 @@
+def total(xs):<CURSOR>
+    return s

@@ -1,0 +1,3 @@
+int f(bool b) {
+    return b ? 1 :<CURSOR>
+}

@@ -1,0 +1,3 @@
+package main
+
+func add(a, b int) int {<CURSOR>

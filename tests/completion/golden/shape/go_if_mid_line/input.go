@@ -1,0 +1,6 @@
+package main
+
+func f(x int) {
+	if x > <CURSOR> {
+	}
+}

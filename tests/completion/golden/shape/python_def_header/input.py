@@ -1,0 +1,4 @@
+import os
+
+
+def load(path):<CURSOR>

@@ -1,0 +1,3 @@
+config = {
+    'name':<CURSOR>
+}

@@ -1,0 +1,6 @@
+def area(r):
+    <CURSOR>
+
+
+def main():
+    pass

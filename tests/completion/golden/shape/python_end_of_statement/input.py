@@ -1,0 +1,1 @@
+x = compute(1, 2)<CURSOR>

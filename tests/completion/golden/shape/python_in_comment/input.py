@@ -1,0 +1,2 @@
+# TODO: if this fails:<CURSOR>
+x = 1

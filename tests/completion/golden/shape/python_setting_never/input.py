@@ -1,0 +1,1 @@
+def load(path):<CURSOR>

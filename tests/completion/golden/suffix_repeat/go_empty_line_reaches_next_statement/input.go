@@ -1,0 +1,7 @@
+package main
+
+func f(xs []int) int {
+	s := 0
+	<CURSOR>
+	return s
+}

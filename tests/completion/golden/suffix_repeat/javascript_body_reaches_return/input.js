@@ -1,0 +1,3 @@
+function clamp(a, lo, hi) {<CURSOR>
+  return a;
+}
