@@ -7,7 +7,7 @@ DEFAULT_MODEL ?= qwen2.5-coder-1.5b
 TEST_MODELS ?= qwen2.5-coder-0.5b qwen2.5-coder-1.5b
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-fast lint bench models clean
+.PHONY: install run test test-fast lint bench models clean vsix vscode-tools
 
 install: $(STAMP)
 
@@ -32,8 +32,19 @@ run: install
 	$(BIN)/fimble serve --model $(DEFAULT_MODEL) --tcp $(LSP_ADDR) --http $(HTTP_ADDR) \
 		--self-test fimble/examples/dates.py:8:22
 
-test: install models lint
+test: install models lint vscode-tools vsix
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The VS Code extension as editors/vscode/fimble.vsix (Node 24, esbuild, @vscode/vsce); rebuilt when it changes.
+VSCODE_EXT := editors/vscode
+vsix: $(VSCODE_EXT)/fimble.vsix
+$(VSCODE_EXT)/fimble.vsix: $(addprefix $(VSCODE_EXT)/,package.json package-lock.json tsconfig.json) $(wildcard $(VSCODE_EXT)/src/*.ts)
+	export PATH="$$(tests/editors/vscode/setup.sh --node):$$PATH" && cd $(VSCODE_EXT) && \
+		npm ci --no-audit --no-fund --prefer-offline --loglevel=error && npm run -s package
+
+# What the VS Code end-to-end test needs (code-server, playwright-core, chromium), cached in ~/.cache/fimble-editors.
+vscode-tools:
+	@tests/editors/vscode/setup.sh > /dev/null
 
 # Unit tests only: no model, seconds.
 test-fast: install
