@@ -159,6 +159,7 @@ def outcome_json(out: Outcome) -> str:
         {
             "completion": out.result.text,
             "multiline": out.result.multiline,
+            "shape": out.result.shape,
             "model": str(out.engine.model_path),
             "fim_family": out.engine.fim.family,
             "load_ms": round(out.engine.load_ms, 1),
@@ -172,13 +173,9 @@ def outcome_json(out: Outcome) -> str:
 
 
 def timings_line(out: Outcome) -> str:
-    gen = out.result.generation
-    tps = len(gen.tokens) / (gen.generation_ms / 1000) if gen.generation_ms > 0 else 0.0
-    return (
-        f"prompt {gen.prompt_tokens} tokens: {gen.tokens_evaluated} evaluated, {gen.tokens_reused} reused, "
-        f"{gen.prompt_ms:.0f} ms | generated {len(gen.tokens)} tokens in {gen.generation_ms:.0f} ms "
-        f"({tps:.1f} tok/s) | stop: {gen.stop_reason}"
-    )
+    from fimble.completion.report import timings_line as line
+
+    return line(out.result.generation)
 
 
 @click.command()

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from fimble.commands.complete import completion_options, outcome_json, run_at, timings_line
+from fimble.commands.complete import completion_options, outcome_json, run_at
 
 __all__ = ["explain"]
 
@@ -25,12 +25,14 @@ def explain(location: str, as_json: bool, **options: Any) -> None:
         return
     result, engine = out.result, out.engine
     click.echo(f"{location}  model {engine.model_path.name} ({engine.fim.family})")
-    click.echo(f"prompt: {sum(p.tokens for p in result.parts)} tokens")
-    for part in result.parts:
-        where = f"{part.path}  " if part.path else ""
-        click.echo(f"  {part.kind:<8} {part.tokens:>6}  {where}{part.reason}")
+    from fimble.completion.report import explanation_lines
+
+    *parts, timings, shape = explanation_lines(result)
+    for line in parts:
+        click.echo(line)
     if out.note:
         click.echo(f"note: {out.note}")
-    click.echo(timings_line(out))
-    click.echo("suggestion (" + ("multi-line" if result.multiline else "single line") + "):")
+    click.echo(timings)
+    click.echo(shape)
+    click.echo("suggestion:")
     click.echo(click.style(result.text or "(none)", fg="green"))

@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
+from fimble.completion.report import explanation
 from fimble.completion.service import CompletionRequest, CompletionResult
 from fimble.completion.worker import Job
 from fimble.errors import Cancelled, FimbleError
@@ -161,6 +162,8 @@ class Suggester:
             job = self.completer.submit(replace(request, context_files=context), key=query.key)
         result = await self._await(job, deadline, timeline)
         timeline["engine"] = _engine_stats(result) if result is not None else dict(self.completer.last)
+        if result is not None:  # what `fimble explain` shows, for `fimble.status`
+            timeline["explain"] = explanation(result)
         return self._interpret(result, job, received, timeline)
 
     async def _await(

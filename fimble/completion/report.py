@@ -1,0 +1,59 @@
+"""What one completion was made of and what it cost, as data and as the lines a person reads.
+
+`fimble explain` prints these lines and the language server's ``fimble.status`` returns the same data
+(and lines) for the last request, so the two never disagree about what a request did.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fimble.completion.engine import Generation
+    from fimble.completion.service import CompletionResult
+
+__all__ = ["explanation", "explanation_lines", "timings_line"]
+
+
+def timings_line(gen: Generation) -> str:
+    """Prompt size, KV reuse, timings and stop reason on one line."""
+    tps = len(gen.tokens) / (gen.generation_ms / 1000) if gen.generation_ms > 0 else 0.0
+    return (
+        f"prompt {gen.prompt_tokens} tokens: {gen.tokens_evaluated} evaluated, {gen.tokens_reused} reused, "
+        f"{gen.prompt_ms:.0f} ms | generated {len(gen.tokens)} tokens in {gen.generation_ms:.0f} ms "
+        f"({tps:.1f} tok/s) | stop: {gen.stop_reason}"
+    )
+
+
+def explanation(result: CompletionResult) -> dict[str, Any]:
+    """The prompt's parts (kind, tokens, reason, file), KV reuse, timings, shape and stop reason."""
+    gen = result.generation
+    return {
+        "parts": [
+            {"kind": p.kind, "tokens": p.tokens, "reason": p.reason, **({"path": p.path} if p.path else {})}
+            for p in result.parts
+        ],
+        "prompt_tokens": gen.prompt_tokens,
+        "tokens_evaluated": gen.tokens_evaluated,
+        "tokens_reused": gen.tokens_reused,
+        "tokens_generated": len(gen.tokens),
+        "prompt_ms": round(gen.prompt_ms, 1),
+        "generation_ms": round(gen.generation_ms, 1),
+        "multiline": result.multiline,
+        "shape": result.shape,
+        "stop_reason": gen.stop_reason,
+        "chars": len(result.text),
+        "lines": explanation_lines(result),
+    }
+
+
+def explanation_lines(result: CompletionResult) -> list[str]:
+    """The explanation as `fimble explain` prints it (without the suggestion's text)."""
+    lines = [f"prompt: {sum(p.tokens for p in result.parts)} tokens"]
+    for part in result.parts:
+        where = f"{part.path}  " if part.path else ""
+        lines.append(f"  {part.kind:<8} {part.tokens:>6}  {where}{part.reason}")
+    lines.append(timings_line(result.generation))
+    shape = "multi-line" if result.multiline else "single line"
+    lines.append(f"shape: {shape} ({result.shape})" if result.shape else f"shape: {shape}")
+    return lines
