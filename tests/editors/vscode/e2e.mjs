@@ -107,6 +107,7 @@ function setUp(root) {
     'editor.suggestOnTriggerCharacters': false,
     'editor.fontSize': 16,
     'files.watcherExclude': { '**/.venv/**': true },
+    'files.exclude': { '**/.venv': true },
     'git.enabled': false,
     'window.zoomLevel': 0,
   };
@@ -177,6 +178,11 @@ async function main() {
     await page.mouse.move(0, 0);
     await page.screenshot({ path: path.join(ARTIFACTS, 'vscode-ghost-text.png') });
 
+    // Ctrl+Right (fimble: Accept the Next Word) takes the first word; Tab takes the rest.
+    await page.keyboard.press('Control+ArrowRight');
+    const rest = await waitGhostChange(page, ghost);
+    log(`after accepting a word, the ghost text is ${JSON.stringify(rest)}`);
+    result.rest = rest;
     await page.keyboard.press('Tab');
     await page.keyboard.press('Control+S');
     const expected = `    return${TYPED}${ghost}`.trimEnd();
@@ -185,7 +191,7 @@ async function main() {
     result.line = line;
     await page.screenshot({ path: path.join(ARTIFACTS, 'vscode-accepted.png') });
 
-    const events = await waitEvents(path.join(dirs.home, 'acceptance.jsonl'), ['served', 'shown', 'accepted'], 10_000);
+    const events = await waitEvents(path.join(dirs.home, 'acceptance.jsonl'), ['served', 'shown', 'partial', 'accepted'], 10_000);
     result.events = events;
     mark('signals_logged');
     result.ok = true;
@@ -199,6 +205,7 @@ async function main() {
     fs.rmSync(root, { recursive: true, force: true, maxRetries: 3 });
   }
   result.timings.total = Date.now() - t0;
+  fs.writeFileSync(path.join(ARTIFACTS, 'result.json'), JSON.stringify(result, null, 2));
   process.stdout.write(JSON.stringify(result) + '\n');
   process.exit(result.ok ? 0 : 1);
 }
@@ -242,6 +249,16 @@ async function waitGhost(page) {
     await page.waitForTimeout(200);
   }
   throw new Error(`no ghost text within ${GHOST_TIMEOUT} ms`);
+}
+
+async function waitGhostChange(page, before) {
+  const end = Date.now() + 10_000;
+  while (Date.now() < end) {
+    const text = await ghostText(page);
+    if (text !== null && text !== before) return text;
+    await page.waitForTimeout(100);
+  }
+  throw new Error(`the ghost text did not change after Ctrl+Right (still ${JSON.stringify(before)})`);
 }
 
 async function runCommand(page, title) {
