@@ -55,7 +55,11 @@ def test_ghost_text_from_fimble_is_accepted_with_tab() -> None:
     }
     proc = subprocess.run(
         [str(Path(node_bin) / "node"), str(HERE / "e2e.mjs")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     lines = proc.stdout.strip().splitlines()
     result = json.loads(lines[-1]) if lines else {"ok": False, "error": "no result line"}
