@@ -19,12 +19,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fimble.completion.cancel import CancelToken
 from fimble.completion.fim import FimTokens, candidate_texts, detect_fim
 from fimble.completion.kvplan import Chunk, ReusePlan, plan_reuse
 from fimble.completion.kvstore import KVEntry, KVStore
 from fimble.errors import Cancelled, EngineError, ModelCorrupt
+
+if TYPE_CHECKING:
+    from fimble.completion.warmup import Warmer
 
 __all__ = ["Engine", "EngineConfig", "Generation", "StopCheck", "default_threads"]
 
@@ -144,6 +148,7 @@ class Engine:
         self._can_shift = bool(llama_cpp.llama_memory_can_shift(self._mem))
         self.tokens_shifted = 0  # KV cells moved instead of evaluated, since load (for status/bench)
         self.store: KVStore | None = None  # saved states on disk (``attach_store``)
+        self.warmer: Warmer | None = None  # small first prompts, idle warm-up and saves (``loading``)
         self.tokens_restored = 0  # KV cells read back from disk instead of evaluated, since load
         self.last_restore: dict[str, float] = {}  # tokens and ms of the last state read back
         self._abort_cb = llama_cpp.ggml_abort_callback(self._should_abort)
@@ -381,7 +386,7 @@ class Engine:
             return None
         return self._cached[:n], memoryview(buf).cast("B")[:got]
 
-    def save_state(self, n: int, *, wait: bool = False) -> bool:
+    def save_state(self, n: int, *, wait: bool = False, slack: int | None = None) -> bool:
         """Save the first ``n`` cached tokens' KV to the store unless it already holds (nearly) them.
 
         Only the copy out of llama.cpp happens on this (the engine's) thread; the disk write runs on
@@ -393,9 +398,8 @@ class Engine:
         head = self._cached[:n]
         if -1 in head:
             head = head[: head.index(-1)]
-        if len(head) < self.config.restore_min_gain or self.store.covered(
-            head, slack=self.config.restore_min_gain
-        ):
+        slack = self.config.restore_min_gain if slack is None else slack
+        if len(head) < self.config.restore_min_gain or self.store.covered(head, slack=slack):
             return False
         snap = self.snapshot(len(head))
         if snap is None:

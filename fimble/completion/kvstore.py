@@ -61,7 +61,9 @@ class KVEntry:
 
 
 def state_dir(model_path: str | Path) -> Path:
-    """The store directory for one model file: a state is only valid for the weights that made it."""
+    """The store directory for one model file: a state is only valid for the weights that made it.
+
+    Under ``FIMBLE_HOME``'s ``kvstate/``, or ``FIMBLE_KV_STATE_DIR`` (tests keep theirs apart)."""
     p = Path(model_path)
     try:
         st = p.stat()
@@ -69,7 +71,8 @@ def state_dir(model_path: str | Path) -> Path:
     except OSError:
         ident = str(p)
     digest = hashlib.blake2b(ident.encode(), digest_size=8).hexdigest()
-    return cache_root() / "kvstate" / f"{p.stem}-{digest}"
+    root = os.environ.get("FIMBLE_KV_STATE_DIR")
+    return (Path(root) if root else cache_root() / "kvstate") / f"{p.stem}-{digest}"
 
 
 def common_prefix(a: np.ndarray, b: np.ndarray) -> int:

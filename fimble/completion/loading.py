@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fimble.completion.engine import Engine, EngineConfig
 
-__all__ = ["load_engine"]
+__all__ = ["attach_warmup", "load_engine"]
 
 
 def load_engine(model: str | None = None, *, threads: int = 0, n_ctx: int = 4096) -> Engine:
@@ -20,4 +20,18 @@ def load_engine(model: str | None = None, *, threads: int = 0, n_ctx: int = 4096
     from fimble.models import registry, store
 
     path = store.resolve(model or registry.default_name())
-    return Engine(path, EngineConfig(threads=threads, n_ctx=n_ctx))
+    engine = Engine(path, EngineConfig(threads=threads, n_ctx=n_ctx))
+    attach_warmup(engine)
+    return engine
+
+
+def attach_warmup(engine: Engine) -> None:
+    """Give ``engine`` its KV state store on disk and its warmer (small first prompts, idle warm-up),
+    as the settings in ``fimble.completion.warmup`` say."""
+    from fimble.completion.kvstore import KVStore, state_dir
+    from fimble.completion.warmup import Warmer, current_config
+
+    config = current_config()
+    if config.kv_state_mb > 0:
+        engine.attach_store(KVStore(state_dir(engine.model_path), config.kv_state_mb << 20))
+    engine.warmer = Warmer()

@@ -94,6 +94,20 @@ def complete(
         prefix_budget=request.prefix_budget,
         suffix_budget=request.suffix_budget,
     )
+    if (warmer := getattr(engine, "warmer", None)) is not None:  # cold region: a small prompt first
+        prompt = warmer.choose(
+            engine,
+            prompt,
+            lambda prefix_budget, suffix_budget: build_prompt(
+                engine.tokenize,
+                engine.fim,
+                prefix,
+                suffix,
+                path=request.path,
+                prefix_budget=prefix_budget,
+                suffix_budget=suffix_budget,
+            ),
+        )
     stop_ctx = stop_context(prefix, suffix, syntax)
     generation = engine.generate(
         prompt.tokens,
@@ -103,6 +117,8 @@ def complete(
         on_text=on_text,
         reuse_limit=prompt.stable_len,
     )
+    if warmer is not None:
+        warmer.observe(generation)
     text = clean_completion(generation.text, stop_ctx)
     parts = tuple(PartSummary(p.kind, len(p.tokens), p.reason, p.path) for p in prompt.parts)
     return CompletionResult(

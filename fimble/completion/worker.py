@@ -6,6 +6,9 @@ URI, an HTTP client) supersedes the pending or running job with the same key: th
 cancelled, which stops it between tokens or aborts its prompt evaluation.
 
 The model loads on the worker thread, so a server can answer requests (with nothing) while it loads.
+
+When no job is queued the worker gives the engine's ``warmer`` (``fimble.completion.warmup``) idle
+time, one short step at a time; any submitted job cancels the step under way (abort callback).
 """
 
 from __future__ import annotations
@@ -69,6 +72,8 @@ class EngineWorker:
         self._running: Job[Any] | None = None
         self._cond = threading.Condition()
         self._closed = False
+        self._idle_due = False  # a job finished since the warmer last said it had nothing to do
+        self._idle_cancel: CancelToken | None = None
         self.ready = threading.Event()  # set once the model loaded (or failed to)
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -92,6 +97,8 @@ class EngineWorker:
             if key is not None:
                 self._supersede(key)
             self._jobs.append(job)
+            if self._idle_cancel is not None:
+                self._idle_cancel.cancel("request")
             self._cond.notify()
         return job
 
@@ -130,10 +137,15 @@ class EngineWorker:
             self.ready.set()
         while True:
             with self._cond:
-                while not self._jobs and not self._closed:
+                while not self._jobs and not self._closed and not self._idle_due:
                     self._cond.wait()
                 if self._closed and not self._jobs:
                     break
+                if not self._jobs:
+                    self._idle_due = False
+                    self._idle_cancel = idle = CancelToken()
+                    self._idle_step(idle)
+                    continue
                 job = self._jobs.popleft()
                 self._running = job
             try:
@@ -152,8 +164,34 @@ class EngineWorker:
             finally:
                 with self._cond:
                     self._running = None
+                    self._idle_due = (
+                        self._engine is not None and getattr(self._engine, "warmer", None) is not None
+                    )
         if self._engine is not None:
             self._engine.close()
+
+    def _idle_step(self, cancel: CancelToken) -> None:
+        """Run one step of the warmer with the lock released; it asks for more by returning True."""
+        warmer = getattr(self._engine, "warmer", None)
+        if warmer is None or self._engine is None:
+            return
+        self._cond.release()
+        more = False
+        try:
+            if self._busy is not None:
+                self._busy.enter()
+            try:
+                more = bool(warmer.idle(self._engine, cancel))
+            finally:
+                if self._busy is not None:
+                    self._busy.exit()
+        except Exception:  # background work must never take the worker down
+            log.exception("idle work failed")
+        finally:
+            self._cond.acquire()
+            self._idle_cancel = None
+            if more and not cancel.cancelled:
+                self._idle_due = True
 
     def _run_job(self, job: Job[T]) -> T:
         assert self._engine is not None

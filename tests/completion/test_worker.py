@@ -86,3 +86,46 @@ def test_superseding_a_job_whose_future_was_cancelled_by_its_waiter() -> None:
     assert blocker.future.result(5) is True
     assert newest.future.result(5) == "newest"
     worker.close()
+
+
+class _IdleWarmer:
+    """Counts idle steps; each step waits until cancelled or 0.2 s, and wants ``steps`` in all."""
+
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
+        self.ran = 0
+        self.cancelled = 0
+        self.started = threading.Event()
+
+    def idle(self, _engine: object, cancel: CancelToken) -> bool:
+        self.ran += 1
+        self.started.set()
+        for _ in range(20):
+            if cancel.cancelled:
+                self.cancelled += 1
+                return True
+            time.sleep(0.01)
+        return self.ran < self.steps
+
+
+def test_idle_work_runs_after_jobs_and_yields_to_a_new_job() -> None:
+    warmer = _IdleWarmer(steps=1000)
+    engine = FakeEngine()
+    engine.warmer = warmer  # type: ignore[attr-defined]
+    worker = EngineWorker(lambda: engine)  # type: ignore[arg-type, return-value]
+    assert worker.submit(lambda e, c: 1).future.result(5) == 1
+    assert warmer.started.wait(5)  # idle time went to the warmer
+    assert worker.submit(lambda e, c: 2).future.result(5) == 2
+    assert warmer.cancelled >= 1
+    worker.close()
+
+
+def test_idle_work_stops_when_the_warmer_has_nothing_left() -> None:
+    warmer = _IdleWarmer(steps=2)
+    engine = FakeEngine()
+    engine.warmer = warmer  # type: ignore[attr-defined]
+    worker = EngineWorker(lambda: engine)  # type: ignore[arg-type, return-value]
+    worker.submit(lambda e, c: 1).future.result(5)
+    time.sleep(0.8)
+    assert warmer.ran == 2
+    worker.close()

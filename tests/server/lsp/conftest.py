@@ -35,6 +35,7 @@ def model_path() -> str:
 
 def env(home: Path, **extra: str) -> dict[str, str]:
     out = dict(os.environ)
+    out.pop("FIMBLE_KV_STATE_DIR", None)  # each server keeps its saved KV states in its own home
     out["FIMBLE_HOME"] = str(home)
     out.update(extra)
     return out

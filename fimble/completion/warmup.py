@@ -1,0 +1,208 @@
+"""A fast first suggestion in a cold region, the full prompt evaluated while the user is idle.
+
+A full prompt (~1,600 tokens) costs ~17 s to evaluate on a 2-core CPU the first time the cursor lands
+in a region the KV cache does not hold. So when a request would evaluate more than the latency target
+allows, the ``Warmer`` answers it from a small prompt (the lines just above and below the cursor, no
+repository context) sized from measured speeds, and remembers the full prompt. When the engine worker
+has nothing to do it evaluates that prompt with no generation (llama.vim's ``n_predict: 0`` warm-up),
+in steps of ``_STEP`` tokens so that a keystroke stops it within one step; progress is saved to the
+KV state store before the keystroke's small prompt overwrites the cache, and read back when warming
+resumes. Once warm, requests use the full prompt again, at a few tokens each.
+
+Idle time is also when the stable head of the last full prompt (context + file prefix) is saved to
+the store, so that coming back to the file, or restarting the server, reads it back.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from fimble.completion.cancel import CancelToken
+from fimble.completion.fim import FimPrompt
+from fimble.errors import Cancelled
+
+if TYPE_CHECKING:
+    from fimble.completion.engine import Engine, Generation
+
+__all__ = ["SpeedMeter", "Warmer", "WarmupConfig", "configure", "current_config"]
+
+log = logging.getLogger(__name__)
+
+_STEP = 128  # tokens evaluated per warm-up step: a keystroke waits at most about this long (~1.3 s)
+_SAVE_SLACK = 64  # a head differing from a saved one in fewer trailing tokens is not saved again
+_SMALL_SUFFIX = 32  # suffix tokens of a small first prompt
+
+
+@dataclass(frozen=True)
+class WarmupConfig:
+    """``first_ms``: latency target for a suggestion in a cold region (0: always the full prompt).
+    ``kv_state_mb``: bound of the KV state store on disk (0: states are not kept)."""
+
+    first_ms: int = 1600
+    kv_state_mb: int = 1024
+    expected_tokens: int = 16  # generated tokens a first suggestion is planned for
+    min_first_tokens: int = 64
+
+
+_config = WarmupConfig()
+_config_lock = threading.Lock()
+
+
+def configure(config: WarmupConfig) -> None:
+    """Set the process-wide warm-up settings (the server applies the client's settings here)."""
+    global _config
+    with _config_lock:
+        _config = config
+
+
+def current_config() -> WarmupConfig:
+    with _config_lock:
+        return _config
+
+
+class SpeedMeter:
+    """Prompt and generation speed of this machine, learned from requests (moving averages).
+
+    Starts from the 1.5B model's speeds on a 2-core laptop; the first requests correct them.
+    """
+
+    def __init__(self, prompt_tps: float = 90.0, ms_per_token: float = 36.0, alpha: float = 0.3) -> None:
+        self.prompt_tps = prompt_tps
+        self.ms_per_token = ms_per_token
+        self._alpha = alpha
+
+    def observe(self, evaluated: int, prompt_ms: float, generated: int, generation_ms: float) -> None:
+        a = self._alpha
+        if evaluated >= 32 and prompt_ms > 0:
+            self.prompt_tps += a * (evaluated / prompt_ms * 1000 - self.prompt_tps)
+        if generated >= 4 and generation_ms > 0:
+            self.ms_per_token += a * (generation_ms / generated - self.ms_per_token)
+
+    def prompt_budget(self, target_ms: float, generated: int) -> int:
+        """Tokens that can be evaluated within ``target_ms`` while leaving time to generate."""
+        return int(max(0.0, target_ms - generated * self.ms_per_token) * self.prompt_tps / 1000)
+
+
+@dataclass
+class _Target:
+    tokens: list[int]
+    reuse_limit: int
+    head: int  # tokens worth saving: context and file prefix, not suffix and middle
+
+
+def _head_len(prompt: FimPrompt) -> int:
+    n = 0
+    for part in prompt.parts:
+        n += len(part.tokens)
+        if part.kind == "prefix":
+            return n
+    return prompt.stable_len
+
+
+Rebuild = Callable[[int, int], FimPrompt]  # (prefix budget, suffix budget) -> a smaller prompt
+
+
+class Warmer:
+    """Per engine: which prompt to answer from now, and what to do with idle time."""
+
+    def __init__(self) -> None:
+        self.speed = SpeedMeter()
+        self._target: _Target | None = None  # the full prompt to evaluate when idle
+        self._head: list[int] = []  # the stable head of the last full prompt, to save when idle
+        self.first_prompts = 0  # requests answered from a small prompt (for status and benchmarks)
+        self.warmed_tokens = 0  # tokens evaluated while idle
+
+    def choose(self, engine: Engine, full: FimPrompt, rebuild: Rebuild) -> FimPrompt:
+        """``full`` when the cache (or a saved state) makes it cheap enough, else a small prompt
+        fitting the latency target, with ``full`` left to warm up when the user is idle."""
+        config = current_config()
+        tokens = full.tokens
+        head = _head_len(full)
+        self._head = tokens[:head]
+        if config.first_ms <= 0:
+            self._target = None
+            return full
+        budget = max(
+            config.min_first_tokens, self.speed.prompt_budget(config.first_ms, config.expected_tokens)
+        )
+        if engine.evaluation_cost(tokens, full.stable_len) <= budget:
+            self._target = None
+            return full
+        self._target = _Target(tokens, full.stable_len, head)
+        suffix = min(_SMALL_SUFFIX, max(0, budget // 3))
+        small = rebuild(max(16, budget - suffix - 3), suffix)
+        self.first_prompts += 1
+        return small
+
+    @property
+    def pending(self) -> bool:
+        """Whether idle work is left: a prompt to warm up or a head to save."""
+        return self._target is not None or bool(self._head)
+
+    def observe(self, generation: Generation) -> None:
+        self.speed.observe(
+            generation.tokens_evaluated,
+            generation.prompt_ms,
+            len(generation.tokens),
+            generation.generation_ms,
+        )
+
+    def idle(self, engine: Engine, cancel: CancelToken) -> bool:
+        """One step of background work; True when there may be more. Runs on the engine's thread."""
+        store = engine.store
+        config = current_config()
+        if store is not None:
+            store.max_bytes = config.kv_state_mb << 20
+        if self._target is not None:
+            return self._warm_step(engine, self._target, cancel)
+        if store is not None and config.kv_state_mb > 0 and self._head:
+            head, self._head = self._head, []
+            if _starts_with(engine.cached_tokens, head):
+                engine.save_state(len(head), slack=_SAVE_SLACK)
+        return False
+
+    def _warm_step(self, engine: Engine, target: _Target, cancel: CancelToken) -> bool:
+        done = _common(engine.cached_tokens, target.tokens)
+        store = engine.store
+        hit = store.match(target.tokens) if store is not None else None
+        # Progress saved before a keystroke interrupted warming: read it back first.
+        if hit is not None and hit[1] > done + 32 and engine.restore(hit[0]):
+            done = _common(engine.cached_tokens, target.tokens)
+        if done >= len(target.tokens) - 1:
+            self._target = None
+            self._head = target.tokens[: target.head]
+            return True  # next: save the head
+        end = min(len(target.tokens), max(done, 0) + _STEP)
+        # Through the middle token (the last) in one go, so the next request's logits come from it.
+        if len(target.tokens) - end < 8:
+            end = len(target.tokens)
+        try:
+            _, evaluated = engine.prepare(target.tokens[:end], cancel, target.reuse_limit)
+            self.warmed_tokens += evaluated
+        except Cancelled:
+            # A keystroke is waiting and will overwrite the cache: keep what was evaluated.
+            if engine.store is not None and current_config().kv_state_mb > 0:
+                engine.save_state(min(target.head, len(engine.cached_tokens)))
+            return False
+        if cancel.cancelled:
+            if engine.store is not None and current_config().kv_state_mb > 0:
+                engine.save_state(min(target.head, end))
+            return False
+        return True
+
+
+def _common(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _starts_with(tokens: Sequence[int], head: Sequence[int]) -> bool:
+    return len(tokens) >= len(head) and list(tokens[: len(head)]) == list(head)

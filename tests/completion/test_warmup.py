@@ -1,0 +1,142 @@
+"""The warmer without a model: prompt choice against the budget, warm-up steps, saves, cancellation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pytest
+
+from fimble.completion import warmup
+from fimble.completion.cancel import CancelToken
+from fimble.completion.fim import FimPrompt, PromptPart
+from fimble.completion.warmup import SpeedMeter, Warmer, WarmupConfig
+from fimble.errors import Cancelled
+
+
+@pytest.fixture(autouse=True)
+def config() -> Iterator[None]:
+    warmup.configure(WarmupConfig(first_ms=1600, kv_state_mb=64))
+    yield
+    warmup.configure(WarmupConfig())
+
+
+class FakeStore:
+    max_bytes = 0
+
+    def match(self, _prompt: Sequence[int]) -> None:
+        return None
+
+
+class FakeEngine:
+    """Tracks cached tokens like the engine: prepare keeps the common prefix and evaluates the rest."""
+
+    def __init__(self, cancel_after: int | None = None) -> None:
+        self.cached: list[int] = []
+        self.store = FakeStore()
+        self.saved: list[int] = []
+        self.cancel_after = cancel_after  # raise Cancelled on this prepare call
+        self.calls = 0
+
+    @property
+    def cached_tokens(self) -> tuple[int, ...]:
+        return tuple(self.cached)
+
+    def _common(self, prompt: Sequence[int]) -> int:
+        n = 0
+        while n < min(len(self.cached), len(prompt)) and self.cached[n] == prompt[n]:
+            n += 1
+        return n
+
+    def evaluation_cost(self, prompt: Sequence[int], reuse_limit: int = 0) -> int:
+        return len(prompt) - self._common(prompt)
+
+    def prepare(self, prompt: Sequence[int], cancel: CancelToken | None = None, reuse_limit: int = 0):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        if self.cancel_after is not None and self.calls >= self.cancel_after:
+            raise Cancelled("keystroke")
+        n = self._common(prompt)
+        self.cached = list(prompt)
+        return n, len(prompt) - n
+
+    def save_state(self, n: int, *, wait: bool = False, slack: int | None = None) -> bool:
+        self.saved.append(n)
+        return True
+
+    def restore(self, _entry: object) -> bool:
+        return False
+
+
+def _prompt(context: int, prefix: int, suffix: int, base: int = 0) -> FimPrompt:
+    ids = iter(range(base, base + context + prefix + suffix + 10))
+    return FimPrompt(
+        (
+            PromptPart("context", tuple(next(ids) for _ in range(context))),
+            PromptPart("prefix", tuple(next(ids) for _ in range(prefix))),
+            PromptPart("suffix", tuple(next(ids) for _ in range(suffix))),
+            PromptPart("middle", (next(ids),)),
+        )
+    )
+
+
+def test_speed_meter_sizes_the_prompt_to_the_target() -> None:
+    meter = SpeedMeter(prompt_tps=100.0, ms_per_token=50.0)
+    assert meter.prompt_budget(1500, 10) == 100  # 1 s left for the prompt at 100 tok/s
+    assert meter.prompt_budget(400, 10) == 0
+    meter.observe(200, 1000.0, 10, 300.0)  # 200 tok/s, 30 ms a token
+    assert meter.prompt_tps > 100 and meter.ms_per_token < 50
+    meter.observe(8, 1.0, 1, 1.0)  # too few tokens to say anything
+    assert meter.prompt_tps < 200
+
+
+def test_a_cheap_prompt_is_used_as_is() -> None:
+    engine, warmer = FakeEngine(), Warmer()
+    full = _prompt(10, 30, 10)
+    assert warmer.choose(engine, full, lambda p, s: pytest.fail("no small prompt needed")) is full  # type: ignore[arg-type]
+    assert warmer.pending  # the head is saved when idle
+
+
+def test_a_cold_large_prompt_gets_a_small_one_and_warms_up_when_idle() -> None:
+    engine, warmer = FakeEngine(), Warmer()
+    full = _prompt(400, 1200, 64)
+    budgets: list[tuple[int, int]] = []
+    small = _prompt(0, 60, 20, base=10_000)
+
+    def rebuild(prefix_budget: int, suffix_budget: int) -> FimPrompt:
+        budgets.append((prefix_budget, suffix_budget))
+        return small
+
+    assert warmer.choose(engine, full, rebuild) is small  # type: ignore[arg-type]
+    assert warmer.first_prompts == 1
+    ((prefix_budget, suffix_budget),) = budgets
+    assert suffix_budget <= 32 and prefix_budget + suffix_budget < 200
+    engine.cached = list(small.tokens)  # the small prompt was answered
+    steps = 0
+    while warmer.idle(engine, CancelToken()):  # type: ignore[arg-type]
+        steps += 1
+        assert steps < 100
+    assert engine.cached_tokens == tuple(full.tokens)
+    assert steps >= len(full.tokens) // 128
+    head = 400 + 1200
+    assert engine.saved == [head]  # context and prefix, not the suffix
+    assert not warmer.pending
+    # warm now: the next request in this place uses the full prompt
+    assert warmer.choose(engine, full, rebuild) is full  # type: ignore[arg-type]
+
+
+def test_a_keystroke_stops_the_warm_up_and_its_progress_is_saved() -> None:
+    engine, warmer = FakeEngine(cancel_after=4), Warmer()
+    full = _prompt(400, 1200, 64)
+    warmer.choose(engine, full, lambda p, s: _prompt(0, 50, 10, base=10_000))  # type: ignore[arg-type]
+    assert warmer.idle(engine, CancelToken())  # type: ignore[arg-type]
+    assert warmer.idle(engine, CancelToken())  # type: ignore[arg-type]
+    assert warmer.idle(engine, CancelToken())  # type: ignore[arg-type]
+    assert not warmer.idle(engine, CancelToken())  # type: ignore[arg-type]  # cancelled
+    assert engine.saved == [3 * 128]
+    assert warmer.pending  # resumed at the next idle time
+
+
+def test_first_ms_zero_always_uses_the_full_prompt() -> None:
+    warmup.configure(WarmupConfig(first_ms=0))
+    engine, warmer = FakeEngine(), Warmer()
+    full = _prompt(400, 1200, 64)
+    assert warmer.choose(engine, full, lambda p, s: pytest.fail("off")) is full  # type: ignore[arg-type]
