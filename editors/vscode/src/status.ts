@@ -27,7 +27,7 @@ export interface ServerStatus {
 
 export class StatusModel {
   private status: ServerStatus | undefined;
-  private progress = new Map<string, string>(); // token -> "title: message"
+  private progress = new Map<string, { title: string; message?: string }>(); // by progress token
   private failure: string | undefined; // the server could not start or died
 
   startFailed(message: string): void {
@@ -45,13 +45,13 @@ export class StatusModel {
   }
 
   progressBegin(token: string, title: string, message?: string): void {
-    this.progress.set(token, message ? `${title}: ${message}` : title);
+    this.progress.set(token, { title, message });
   }
 
   progressReport(token: string, message?: string): void {
     const current = this.progress.get(token);
     if (current !== undefined && message) {
-      this.progress.set(token, `${current.split(': ')[0]}: ${message}`);
+      this.progress.set(token, { ...current, message });
     }
   }
 
@@ -65,6 +65,10 @@ export class StatusModel {
     return s === 'ready' || s === 'off' || s === 'error';
   }
 
+  private texts(): string[] {
+    return [...this.progress.values()].map((p) => (p.message ? `${p.title}: ${p.message}` : p.title));
+  }
+
   view(): View {
     if (this.failure) {
       return { state: 'error', text: '$(error) fimble', tooltip: this.failure, label: 'fimble error' };
@@ -75,7 +79,7 @@ export class StatusModel {
       return { state: 'error', text: '$(error) fimble', tooltip: fix, label: 'fimble error' };
     }
     if (!this.status || model?.state === 'loading') {
-      const what = [...this.progress.values()].find((p) => p.includes('model')) ?? `loading model ${model?.name ?? ''}`.trim();
+      const what = this.texts().find((p) => p.includes('model')) ?? `loading model ${model?.name ?? ''}`.trim();
       return {
         state: this.status ? 'loading' : 'starting',
         text: '$(loading~spin) fimble',
@@ -83,7 +87,7 @@ export class StatusModel {
         label: this.status ? 'fimble loading' : 'fimble starting',
       };
     }
-    const indexing = [...this.progress.values()].find((p) => p.includes('index'));
+    const indexing = this.texts().find((p) => p.includes('index'));
     const idx = this.status.index;
     const notReady = (idx?.indexes ?? []).filter((i) => !i.ready && !i.error);
     const indexNote = idx?.errors?.length ? `\nindex: ${idx.errors[idx.errors.length - 1]}` : '';
