@@ -153,10 +153,9 @@ class Warmer:
 
     def idle(self, engine: Engine, cancel: CancelToken) -> bool:
         """One step of background work; True when there may be more. Runs on the engine's thread."""
-        store = engine.store
         config = current_config()
-        if store is not None:
-            store.max_bytes = config.kv_state_mb << 20
+        _apply_store_setting(engine, config)
+        store = engine.store
         if self._target is not None:
             return self._warm_step(engine, self._target, cancel)
         if store is not None and config.kv_state_mb > 0 and self._head:
@@ -193,6 +192,20 @@ class Warmer:
                 engine.save_state(min(target.head, end))
             return False
         return True
+
+
+def _apply_store_setting(engine: Engine, config: WarmupConfig) -> None:
+    """Follow a changed ``kvStateMb``: a new bound, a store opened, or states no longer read."""
+    if config.kv_state_mb <= 0:
+        if engine.store is not None:
+            engine.attach_store(None)
+        return
+    if engine.store is None:
+        from fimble.completion.kvstore import KVStore, state_dir
+
+        engine.attach_store(KVStore(state_dir(engine.model_path), config.kv_state_mb << 20))
+    else:
+        engine.store.max_bytes = config.kv_state_mb << 20
 
 
 def _common(a: Sequence[int], b: Sequence[int]) -> int:

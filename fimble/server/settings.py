@@ -6,7 +6,8 @@ Clients send settings in ``initializationOptions`` and ``workspace/didChangeConf
     {"model": "qwen2.5-coder-1.5b", "threads": 0, "maxTokens": 64, "multiline": "auto",
      "debounceMs": 0, "deadlineMs": 4000, "prefixTokens": 1536, "suffixTokens": 64,
      "languages": {"markdown": false, "*": true}, "index": {"exclude": ["**/vendor/**"]},
-     "enable": true, "completionFallback": "auto", "acceptanceLog": true}
+     "enable": true, "completionFallback": "auto", "acceptanceLog": true,
+     "firstSuggestionMs": 1600, "kvStateMb": 1024}
 
 Each field is validated on its own: a bad value yields one problem naming the setting (shown to the
 user) and the field keeps its previous value, so the rest of the settings still apply.
@@ -42,6 +43,8 @@ class Settings:
     index_exclude: tuple[str, ...] = ()  # extra glob patterns the indexer skips
     completion_fallback: str = "auto"  # textDocument/completion: auto (no inline support) | always | never
     acceptance_log: bool = True  # shown/accepted events to a local JSONL file; nothing leaves the machine
+    first_suggestion_ms: int = 1600  # target in a cold region: a small prompt first, the full one warmed up
+    kv_state_mb: int = 1024  # saved KV states on disk (files switched back to, restarts); 0: none
 
     def language_enabled(self, language_id: str | None) -> bool:
         table = dict(self.languages)
@@ -142,6 +145,8 @@ _FIELDS: dict[tuple[str, ...], tuple[str, Callable[[object], Any]]] = {
     ("index", "exclude"): ("index_exclude", _globs),
     ("completionFallback",): ("completion_fallback", _choice("auto", "always", "never")),
     ("acceptanceLog",): ("acceptance_log", _bool),
+    ("firstSuggestionMs",): ("first_suggestion_ms", _int_range(0, 60_000)),
+    ("kvStateMb",): ("kv_state_mb", _int_range(0, 1 << 20)),
 }
 _GROUPS = {path[0] for path in _FIELDS if len(path) > 1}
 assert {attr for attr, _ in _FIELDS.values()} == {f.name for f in fields(Settings)}

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from fimble.completion import warmup
 from fimble.errors import FimbleError
 from fimble.server.lsp.progress import watch_model
 from fimble.server.settings import Raw, merge_raw, resolve, section
@@ -58,6 +59,7 @@ async def apply(ls: FimbleServer, raw: Raw, *, initial: bool = False) -> None:
     if initial or new.enable != old.enable:
         ls.enabled = new.enable
     ls.ctx.acceptance.enabled = new.acceptance_log
+    warmup.configure(warmup.WarmupConfig(first_ms=new.first_suggestion_ms, kv_state_mb=new.kv_state_mb))
     if initial or new.index_exclude != old.index_exclude:
         ls.ctx.index.configure(ls.roots, new.index_exclude)
     model = new.model or ls.ctx.model
