@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 _STEP = 128  # tokens evaluated per warm-up step: a keystroke waits at most about this long (~1.3 s)
 _SAVE_SLACK = 64  # a head differing from a saved one in fewer trailing tokens is not saved again
 _SMALL_SUFFIX = 32  # suffix tokens of a small first prompt
+_SMALL_GAIN = 64  # a small prompt must spare at least this many evaluations over the full one
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class WarmupConfig:
     first_ms: int = 1600
     kv_state_mb: int = 1024
     expected_tokens: int = 16  # generated tokens a first suggestion is planned for
-    min_first_tokens: int = 64
+    min_first_tokens: int = 128  # a full prompt costing no more is always used (suffix + a few lines)
 
 
 _config = WarmupConfig()
@@ -126,15 +127,17 @@ class Warmer:
         if config.first_ms <= 0:
             self._target = None
             return full
-        budget = max(
-            config.min_first_tokens, self.speed.prompt_budget(config.first_ms, config.expected_tokens)
-        )
-        if engine.evaluation_cost(tokens, full.stable_len) <= budget:
+        budget = max(48, self.speed.prompt_budget(config.first_ms, config.expected_tokens))
+        cost = engine.evaluation_cost(tokens, full.stable_len)
+        if cost <= max(budget, config.min_first_tokens):
             self._target = None
             return full
-        self._target = _Target(tokens, full.stable_len, head)
         suffix = min(_SMALL_SUFFIX, max(0, budget // 3))
         small = rebuild(max(16, budget - suffix - 3), suffix)
+        if engine.evaluation_cost(small.tokens, small.stable_len) + _SMALL_GAIN >= cost:
+            self._target = None  # nearly warm (a few new lines): the small prompt would spare little
+            return full
+        self._target = _Target(tokens, full.stable_len, head)
         self.first_prompts += 1
         return small
 

@@ -140,3 +140,11 @@ def test_first_ms_zero_always_uses_the_full_prompt() -> None:
     engine, warmer = FakeEngine(), Warmer()
     full = _prompt(400, 1200, 64)
     assert warmer.choose(engine, full, lambda p, s: pytest.fail("off")) is full  # type: ignore[arg-type]
+
+
+def test_a_small_prompt_is_not_used_when_it_spares_little() -> None:
+    engine, warmer = FakeEngine(), Warmer()
+    full = _prompt(0, 150, 40)  # cold, but barely over the budget
+    small = _prompt(0, 120, 30, base=10_000)  # cold too: would cost nearly as much
+    assert warmer.choose(engine, full, lambda p, s: small) is full  # type: ignore[arg-type]
+    assert warmer.first_prompts == 0
