@@ -73,7 +73,7 @@ class Completer:
         self.last: dict[str, object] = {}  # the last request's timeline, for `fimble.status`
         self._typeahead = TypeAhead()
         self.worker = EngineWorker(
-            load or (lambda: load_engine(model, threads=threads, n_ctx=n_ctx)), busy=busy
+            load or (lambda: load_engine(model, threads=threads, n_ctx=n_ctx, warmup=True)), busy=busy
         )
 
     @property

@@ -11,8 +11,13 @@ from fimble.completion.engine import Engine, EngineConfig
 __all__ = ["attach_warmup", "load_engine"]
 
 
-def load_engine(model: str | None = None, *, threads: int = 0, n_ctx: int = 4096) -> Engine:
+def load_engine(
+    model: str | None = None, *, threads: int = 0, n_ctx: int = 4096, warmup: bool = False
+) -> Engine:
     """Resolve ``model`` (None: the registry's default), check it, and load it.
+
+    ``warmup``: attach the KV state store and the warmer (small first prompts, idle warm-up), as
+    long-running servers want; one-shot commands and evaluations leave it off.
 
     Raises ``ModelNotFound``/``ModelCorrupt`` with the command that fixes it, ``ModelUnsupported`` for a
     model without FIM tokens.
@@ -21,7 +26,8 @@ def load_engine(model: str | None = None, *, threads: int = 0, n_ctx: int = 4096
 
     path = store.resolve(model or registry.default_name())
     engine = Engine(path, EngineConfig(threads=threads, n_ctx=n_ctx))
-    attach_warmup(engine)
+    if warmup:  # servers; one-shot commands and evaluations answer every request from the full prompt
+        attach_warmup(engine)
     return engine
 
 
