@@ -128,6 +128,7 @@ def test_async_saves_reach_disk(tmp_path: Path) -> None:
 
 def test_state_dir_depends_on_the_model_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FIMBLE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("FIMBLE_KV_STATE_DIR", raising=False)
     model = tmp_path / "m.gguf"
     model.write_bytes(b"x")
     first = state_dir(model)
