@@ -9,7 +9,7 @@ export interface View {
   state: State;
   text: string; // with a codicon, e.g. "$(check) fimble"
   tooltip: string;
-  /** Accessible name; the end-to-end test waits for "fimble ready". */
+  /** Accessible name (errors include the fix); the end-to-end test waits for "fimble ready". */
   label: string;
 }
 
@@ -71,12 +71,12 @@ export class StatusModel {
 
   view(): View {
     if (this.failure) {
-      return { state: 'error', text: '$(error) fimble', tooltip: this.failure, label: 'fimble error' };
+      return { state: 'error', text: '$(error) fimble', tooltip: this.failure, label: `fimble error: ${this.failure}` };
     }
     const model = this.status?.model;
     if (model?.state === 'error') {
       const fix = model.error ?? 'the model failed to load: see the fimble output channel';
-      return { state: 'error', text: '$(error) fimble', tooltip: fix, label: 'fimble error' };
+      return { state: 'error', text: '$(error) fimble', tooltip: fix, label: `fimble error: ${fix}` };
     }
     if (!this.status || model?.state === 'loading') {
       const what = this.texts().find((p) => p.includes('model')) ?? `loading model ${model?.name ?? ''}`.trim();

@@ -40,6 +40,7 @@ test('a model error shows the server fix', () => {
   const error = 'model qwen2.5-coder-1.5b is not downloaded: run fimble models pull qwen2.5-coder-1.5b';
   m.serverStatus({ ...ready, model: { name: 'x', state: 'error', error } });
   assert.deepEqual([m.view().state, m.view().tooltip], ['error', error]);
+  assert.equal(m.view().label, `fimble error: ${error}`); // screen readers (and the e2e test) hear the fix
   assert.ok(m.settled());
 });
 

@@ -107,7 +107,7 @@ function setUp(root) {
     'editor.suggestOnTriggerCharacters': false,
     'editor.fontSize': 16,
     'files.watcherExclude': { '**/.venv/**': true },
-    'files.exclude': { '**/.venv': true },
+    'files.exclude': { '**/.venv': true, '**/.vscode': true },
     'git.enabled': false,
     'window.zoomLevel': 0,
   };
@@ -194,6 +194,21 @@ async function main() {
     const events = await waitEvents(path.join(dirs.home, 'acceptance.jsonl'), ['served', 'shown', 'partial', 'accepted'], 10_000);
     result.events = events;
     mark('signals_logged');
+
+    // Explain at cursor: asks for a suggestion here, then writes the server's account to the output.
+    await runCommand(page, 'fimble: Explain the Suggestion at the Cursor');
+    await page.locator('.notification-toast', { hasText: 'fimble explain geometry.py:6:' }).first()
+      .waitFor({ timeout: GHOST_TIMEOUT });
+    mark('explained');
+
+    // A broken fimble.path: the status bar turns into an error that says what to do.
+    // (Workspace settings: fimble.path is machine-overridable, which remote user settings cannot set.)
+    fs.mkdirSync(path.join(dirs.ws, '.vscode'), { recursive: true });
+    fs.writeFileSync(path.join(dirs.ws, '.vscode', 'settings.json'), JSON.stringify({ 'fimble.path': '/nonexistent/fimble' }));
+    const error = page.locator('[aria-label^="fimble error: fimble.path is set to /nonexistent/fimble"]').first();
+    await error.waitFor({ timeout: 30_000 });
+    result.error_label = await error.getAttribute('aria-label');
+    mark('error_shown');
     result.ok = true;
   } catch (err) {
     result.error = String(err && err.stack ? err.stack : err);
