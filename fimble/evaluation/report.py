@@ -1,0 +1,303 @@
+"""The evaluation's results: summaries per model and context setting, a recommendation, JSON and HTML.
+
+The HTML report is one self-contained file (inline CSS and SVG charts drawn here, no scripts, no
+network), so it can be opened from a laptop without internet or attached to an issue.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fimble.evaluation.metrics import summarize
+
+__all__ = ["GROUPS", "build_report", "condition", "recommend", "render_html", "write_report"]
+
+GROUPS = ("all", "cross_file", "other", "line_start", "mid_line")
+_PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#ff9da6", "#9d755d")
+
+
+def condition(row: dict[str, Any]) -> str:
+    return f"{row['model']} · {'context' if row['context'] else 'no context'}"
+
+
+def _in_group(row: dict[str, Any], group: str) -> bool:
+    if group == "all":
+        return True
+    if group == "cross_file":
+        return bool(row["cross_file"])
+    if group == "other":
+        return not row["cross_file"]
+    return bool(row["kind"] == group)
+
+
+def _summaries(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for cond in dict.fromkeys(condition(r) for r in rows):
+        mine = [r for r in rows if condition(r) == cond]
+        out[cond] = {
+            "model": mine[0]["model"],
+            "context": mine[0]["context"],
+            "groups": {g: summarize(r for r in mine if _in_group(r, g)).as_dict() for g in GROUPS},
+        }
+    return out
+
+
+def _prompt_speed(rows: Sequence[dict[str, Any]], model: str) -> float:
+    """Tokens per second of prompt evaluation measured for ``model`` (0 when nothing was evaluated)."""
+    tokens = sum(r["tokens_evaluated"] for r in rows if r["model"] == model)
+    ms = sum(r["prompt_ms"] for r in rows if r["model"] == model)
+    return tokens / (ms / 1000) if ms > 0 else 0.0
+
+
+def recommend(
+    rows: Sequence[dict[str, Any]], summaries: dict[str, dict[str, Any]], *, target_ms: float = 2000.0
+) -> dict[str, Any]:
+    """The model and context setting to use on this machine, and a context budget that keeps the first
+    request of a region (the whole prompt evaluated) near ``target_ms``.
+
+    Best exact match (edit similarity breaks ties) among settings whose median latency meets the
+    target; when none does, the fastest, said as such.
+    """
+    if not summaries:
+        return {"text": "no results"}
+
+    def key(cond: str) -> tuple[float, float]:
+        g = summaries[cond]["groups"]["all"]
+        return (g["exact_match"] or 0.0, g["edit_similarity"] or 0.0)
+
+    def p50(cond: str) -> float:
+        return summaries[cond]["groups"]["all"]["latency_p50_ms"] or math.inf
+
+    fits = [c for c in summaries if p50(c) <= target_ms]
+    if fits:
+        best = max(fits, key=key)
+        why = f"best exact match with median latency within {target_ms / 1000:.1f} s"
+    else:
+        best = min(summaries, key=p50)
+        why = f"no setting met a {target_ms / 1000:.1f} s median latency; this is the fastest"
+    model = summaries[best]["model"]
+    speed = _prompt_speed(rows, model)
+    prompt_tokens = [r["prompt_tokens"] - r["context_tokens"] for r in rows if r["model"] == model]
+    base = sum(prompt_tokens) / len(prompt_tokens) if prompt_tokens else 0.0
+    budget = max(0, int((speed * target_ms / 1000 - base) // 128 * 128)) if speed else 0
+    g = summaries[best]["groups"]
+    text = (
+        f"Use {model} with repository context {'on' if summaries[best]['context'] else 'off'} ({why}: "
+        f"exact match {_pct(g['all']['exact_match'])}, median latency {g['all']['latency_p50_ms']:.0f} ms). "
+        f"Prompt evaluation ran at {speed:.0f} tokens/s, so a new region's whole prompt fits "
+        f"{target_ms / 1000:.1f} s with about {budget} context tokens on top of the file's "
+        f"{base:.0f}; keep the context budget at or below that, or lower the prefix budget."
+    )
+    return {
+        "condition": best,
+        "model": model,
+        "context": summaries[best]["context"],
+        "prompt_tokens_per_s": round(speed, 1),
+        "context_budget_tokens": budget,
+        "target_ms": target_ms,
+        "text": text,
+    }
+
+
+def build_report(rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+    summaries = _summaries(rows)
+    return {
+        "meta": meta,
+        "summaries": summaries,
+        "context_effect": _context_effect(summaries),
+        "recommendation": recommend(rows, summaries),
+        "samples": list(rows),
+    }
+
+
+def _context_effect(summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per model and group: exact match without and with context, and the relative change."""
+    out: dict[str, dict[str, Any]] = {}
+    models = dict.fromkeys(s["model"] for s in summaries.values())
+    for model in models:
+        on = next((s for s in summaries.values() if s["model"] == model and s["context"]), None)
+        off = next((s for s in summaries.values() if s["model"] == model and not s["context"]), None)
+        if on is None or off is None:
+            continue
+        per: dict[str, Any] = {}
+        for group in ("all", "cross_file", "other"):
+            a, b = off["groups"][group]["exact_match"], on["groups"][group]["exact_match"]
+            rel = None if a in (None, 0) or b is None else round((b - a) / a, 3)
+            per[group] = {"without": a, "with": b, "relative_change": rel}
+        out[model] = per
+    return out
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.0f}%"
+
+
+def _bars(title: str, series: dict[str, list[float | None]], labels: Sequence[str], unit: str = "%") -> str:
+    """A grouped bar chart: one group per label, one bar per series (condition)."""
+    width, height, left, top, bottom = 640, 240, 48, 28, 40
+    values = [v for vs in series.values() for v in vs if v is not None]
+    vmax = (1.0 if unit == "%" else max(values, default=1.0) * 1.1) or 1.0
+    plot_w, plot_h = width - left - 10, height - top - bottom
+    group_w = plot_w / max(1, len(labels))
+    bar_w = group_w * 0.8 / max(1, len(series))
+    out = [
+        f'<svg viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img">',
+        f'<text x="{left}" y="16" class="t">{html.escape(title)}</text>',
+    ]
+    for k in range(5):
+        y = top + plot_h * (1 - k / 4)
+        tick = vmax * k / 4
+        label = f"{100 * tick:.0f}%" if unit == "%" else f"{tick:.0f}"
+        out.append(f'<line x1="{left}" x2="{width - 10}" y1="{y:.1f}" y2="{y:.1f}" class="g"/>')
+        out.append(f'<text x="{left - 4}" y="{y + 4:.1f}" class="a" text-anchor="end">{label}</text>')
+    for gi, label in enumerate(labels):
+        x0 = left + gi * group_w + group_w * 0.1
+        out.append(
+            f'<text x="{left + (gi + 0.5) * group_w:.1f}" y="{height - bottom + 16}" class="a" '
+            f'text-anchor="middle">{html.escape(label)}</text>'
+        )
+        for si, (name, vs) in enumerate(series.items()):
+            v = vs[gi]
+            if v is None:
+                continue
+            h = plot_h * min(1.0, v / vmax)
+            x = x0 + si * bar_w
+            shown = f"{100 * v:.0f}%" if unit == "%" else f"{v:.0f}"
+            out.append(
+                f'<rect x="{x:.1f}" y="{top + plot_h - h:.1f}" width="{bar_w - 2:.1f}" height="{h:.1f}" '
+                f'fill="{_PALETTE[si % len(_PALETTE)]}"><title>{html.escape(name)}: {shown}</title></rect>'
+            )
+    legend_y = height - 8
+    for si, name in enumerate(series):
+        x = left + si * 160
+        out.append(f'<rect x="{x}" y="{legend_y - 9}" width="10" height="10" fill="{_PALETTE[si % 8]}"/>')
+        out.append(f'<text x="{x + 14}" y="{legend_y}" class="a">{html.escape(name)}</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _scatter(rows: Sequence[dict[str, Any]], conds: Sequence[str]) -> str:
+    """Latency against tokens evaluated, one dot per completion: the cost model at a glance."""
+    width, height, left, top, bottom = 640, 260, 56, 28, 40
+    xs = [r["tokens_evaluated"] for r in rows] or [1]
+    ys = [r["latency_ms"] for r in rows] or [1]
+    xmax, ymax = max(xs) * 1.05 or 1, max(ys) * 1.05 or 1
+    pw, ph = width - left - 10, height - top - bottom
+    out = [
+        f'<svg viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img">',
+        f'<text x="{left}" y="16" class="t">Latency (ms) against tokens evaluated, per completion</text>',
+        f'<line x1="{left}" x2="{left}" y1="{top}" y2="{top + ph}" class="g"/>',
+        f'<line x1="{left}" x2="{left + pw}" y1="{top + ph}" y2="{top + ph}" class="g"/>',
+        f'<text x="{left - 4}" y="{top + 4}" class="a" text-anchor="end">{ymax:.0f}</text>',
+        f'<text x="{left + pw}" y="{top + ph + 14}" class="a" text-anchor="end">{xmax:.0f} tokens</text>',
+    ]
+    for r in rows:
+        ci = conds.index(condition(r))
+        cx, cy = left + pw * r["tokens_evaluated"] / xmax, top + ph * (1 - r["latency_ms"] / ymax)
+        out.append(
+            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="3" fill="{_PALETTE[ci % 8]}" fill-opacity="0.7">'
+            f"<title>{html.escape(r['id'])}: {r['tokens_evaluated']} tokens, {r['latency_ms']:.0f} ms</title>"
+            "</circle>"
+        )
+    for si, name in enumerate(conds):
+        x = left + si * 160
+        out.append(f'<rect x="{x}" y="{height - 17}" width="10" height="10" fill="{_PALETTE[si % 8]}"/>')
+        out.append(f'<text x="{x + 14}" y="{height - 8}" class="a">{html.escape(name)}</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+_CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+h1{font-size:1.5em} h2{font-size:1.15em;margin-top:1.6em}
+table{border-collapse:collapse;margin:.5em 0} td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}
+th{background:#f3f3f3} td.l,th.l{text-align:left} code,td.c{font-family:ui-monospace,monospace;font-size:12px}
+td.c{text-align:left;white-space:pre} .ok{background:#e6f4e6} .rec{background:#eef4fb;padding:.7em 1em}
+svg{margin:.4em 1em .4em 0} svg .t{font-size:13px;font-weight:600} svg .a{font-size:11px;fill:#444}
+svg .g{stroke:#ddd}
+"""
+
+
+def render_html(report: dict[str, Any], *, max_rows: int = 300) -> str:
+    """The report as one HTML page: recommendation, summary tables, charts, then every sample."""
+    e = html.escape
+    meta, summaries, rows = report["meta"], report["summaries"], report["samples"]
+    conds = list(summaries)
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>fimble eval</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>fimble eval — {e(str(meta.get('source', '')))}</h1>",
+        f"<p>{e(_describe(meta))}</p>",
+        f"<p class='rec'><b>Recommendation.</b> {e(report['recommendation'].get('text', ''))}</p>",
+        "<h2>Summary</h2><table><tr><th class='l'>setting</th><th class='l'>lines</th><th>n</th>"
+        "<th>exact match</th><th>edit similarity</th><th>identifier match</th><th>identifier F1</th>"
+        "<th>latency p50 ms</th><th>p90 ms</th><th>tokens evaluated (mean)</th><th>prompt tokens</th></tr>",
+    ]
+    for cond, s in summaries.items():
+        for group in GROUPS:
+            g = s["groups"][group]
+            if not g["n"]:
+                continue
+            parts.append(
+                f"<tr><td class='l'>{e(cond)}</td><td class='l'>{group.replace('_', ' ')}</td>"
+                f"<td>{g['n']}</td>"
+                f"<td>{_pct(g['exact_match'])}</td><td>{_pct(g['edit_similarity'])}</td>"
+                f"<td>{_pct(g['identifier_exact'])}</td><td>{_pct(g['identifier_f1'])}</td>"
+                f"<td>{g['latency_p50_ms']:.0f}</td><td>{g['latency_p90_ms']:.0f}</td>"
+                f"<td>{g['tokens_evaluated_mean']:.0f}</td><td>{g['prompt_tokens_mean']:.0f}</td></tr>"
+            )
+    parts.append("</table>")
+    labels = ["all", "cross-file", "other", "line start", "mid-line"]
+
+    def series(metric: str) -> dict[str, list[float | None]]:
+        return {c: [summaries[c]["groups"][g][metric] for g in GROUPS] for c in conds}
+
+    parts.append("<h2>Charts</h2>")
+    parts.append(_bars("Exact match", series("exact_match"), labels))
+    parts.append(_bars("Edit similarity", series("edit_similarity"), labels))
+    parts.append(_bars("Identifier F1", series("identifier_f1"), labels))
+    lat = {c: [summaries[c]["groups"]["all"][k] for k in ("latency_p50_ms", "latency_p90_ms")] for c in conds}
+    parts.append(_bars("Latency (ms)", lat, ["p50", "p90"], unit="ms"))
+    parts.append(_scatter(rows, conds))
+    parts.append(
+        f"<h2>Samples</h2><p>First {min(max_rows, len(rows))} of {len(rows)} completions; green: exact.</p>"
+        "<table><tr><th class='l'>where</th><th class='l'>setting</th><th class='l'>kind</th>"
+        "<th class='l'>truth</th><th class='l'>suggestion</th><th>edit sim.</th><th>ms</th>"
+        "<th class='l'>context chunks</th></tr>"
+    )
+    for r in rows[:max_rows]:
+        chunks = "; ".join(f"{c['path']} ({c['reason']})" for c in r["chunks"])
+        kind = r["kind"] + (" · cross-file: " + ", ".join(r["cross_file_names"]) if r["cross_file"] else "")
+        parts.append(
+            f"<tr class='{'ok' if r['exact'] else ''}'><td class='l'>{e(r['id'])}</td>"
+            f"<td class='l'>{e(condition(r))}</td><td class='l'>{e(kind)}</td>"
+            f"<td class='c'>{e(r['truth'])}</td><td class='c'>{e(r['prediction'])}</td>"
+            f"<td>{r['edit_similarity']:.2f}</td><td>{r['latency_ms']:.0f}</td>"
+            f"<td class='l'><small>{e(chunks)}</small></td></tr>"
+        )
+    parts.append("</table></body></html>")
+    return "\n".join(parts)
+
+
+def _describe(meta: dict[str, Any]) -> str:
+    return (
+        f"{meta.get('samples', '?')} masked lines of {meta.get('files', '?')} files "
+        f"(seed {meta.get('seed', '?')}), models {', '.join(meta.get('models', []))}; "
+        f"machine: {meta.get('machine', {}).get('cpu', '?')}, {meta.get('machine', {}).get('threads', '?')} "
+        f"threads; prefix {meta.get('prefix_budget', '?')} / suffix {meta.get('suffix_budget', '?')} tokens; "
+        f"started {meta.get('started', '?')}, took {meta.get('seconds', 0):.0f} s."
+    )
+
+
+def write_report(report: dict[str, Any], out: Path) -> tuple[Path, Path]:
+    """Write ``eval.json`` and ``eval.html`` into ``out`` (created if needed)."""
+    out.mkdir(parents=True, exist_ok=True)
+    json_path, html_path = out / "eval.json", out / "eval.html"
+    json_path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    html_path.write_text(render_html(report), encoding="utf-8")
+    return json_path, html_path

@@ -1,0 +1,221 @@
+"""Run the evaluation: index the repository, mask lines, complete them through the real pipeline.
+
+Per sample the index is given the masked document (as an editor buffer) before context is gathered,
+so retrieval cannot find the hidden line itself; the file is restored afterwards. Context gathering
+(``fimble.completion.context``) and completion (``fimble.completion.service.complete``: FIM prompt,
+engine with its KV cache, stops, post-processing) are the code the server runs. Context is gathered
+once per sample and reused for every model, so models are compared on identical prompts.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fimble.completion.fim import PREFIX_TOKENS, SUFFIX_TOKENS
+from fimble.evaluation.metrics import first_line, score
+from fimble.evaluation.samples import Sample, choose_samples, identifiers, mask
+
+if TYPE_CHECKING:
+    from fimble.completion.engine import Engine
+    from fimble.indexer import WorkspaceIndex
+
+__all__ = ["EvalConfig", "Prepared", "cross_file_names", "open_index", "prepare", "run_model"]
+
+Progress = Callable[[int], None]  # advance a progress bar by n
+ContextFiles = tuple[tuple[str, str, str], ...]
+
+_COMMON = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {"self", "cls"}
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """What to measure. Suggestions are single-line (the truth is the rest of one line)."""
+
+    samples: int = 40
+    seed: int = 0
+    models: tuple[str, ...] = ("qwen2.5-coder-1.5b",)
+    contexts: tuple[bool, ...] = (False, True)
+    max_tokens: int = 48
+    prefix_budget: int = PREFIX_TOKENS
+    suffix_budget: int = SUFFIX_TOKENS
+    threads: int = 0
+    cross_share: float = 0.5
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A sample with the document the model sees and the context chunks chosen for it."""
+
+    sample: Sample
+    text: str
+    offset: int
+    chunks: ContextFiles = field(default=())
+    context_ms: float = 0.0
+
+
+def cross_file_names(
+    sample: Sample, defined_in: Callable[[str], frozenset[str]], names: Iterable[str] | None = None
+) -> list[str]:
+    """Names in the sample's truth that are defined in another workspace file and not in its own.
+
+    ``defined_in(name)`` gives the workspace paths defining ``name``. Builtins, keywords and short
+    names are left out (``self.get`` says little about which file's ``get``).
+    """
+    out: list[str] = []
+    for name in dict.fromkeys(names if names is not None else identifiers(sample.truth)):
+        if len(name) < 3 or name in _COMMON:
+            continue
+        where = defined_in(name)
+        if where and sample.path not in where:
+            out.append(name)
+    return out
+
+
+def _defined_in(index: WorkspaceIndex) -> Callable[[str], frozenset[str]]:
+    cache: dict[str, frozenset[str]] = {}
+
+    def lookup(name: str) -> frozenset[str]:
+        if name not in cache:
+            cache[name] = frozenset(d.path for d in index.definitions(name, limit=50))
+        return cache[name]
+
+    return lookup
+
+
+def prepare(
+    index: WorkspaceIndex,
+    files: Sequence[tuple[str, str]],
+    config: EvalConfig,
+    progress: Progress | None = None,
+) -> list[Prepared]:
+    """Choose samples (about ``cross_share`` of them cross-file) and gather each one's context with
+    its masked line hidden from the index. The index must be built and writable; every file touched
+    is restored from disk before returning, also on errors."""
+    from fimble.completion.context import ContextGatherer
+
+    root = index.root
+    defined_in = _defined_in(index)
+    samples = choose_samples(
+        files,
+        config.samples,
+        seed=config.seed,
+        classify=lambda s: cross_file_names(s, defined_in),
+        cross_share=config.cross_share,
+    )
+    texts = dict(files)
+    out: list[Prepared] = []
+    touched: set[str] = set()
+    try:
+        for sample in samples:
+            text, offset = mask(texts[sample.path], sample)
+            index.update_buffer(root / sample.path, text)
+            touched.add(sample.path)
+            index.flush()
+            t0 = time.perf_counter()
+            # The server's sticky gatherer, fresh per sample: each sample is a new cursor region.
+            chunks = ContextGatherer(index).chunks(sample.path, text, sample.line)
+            ms = (time.perf_counter() - t0) * 1000
+            out.append(Prepared(sample, text, offset, tuple(c.as_tuple() for c in chunks), round(ms, 1)))
+            if progress:
+                progress(1)
+    finally:
+        for path in touched:
+            index.update_file(root / path)
+        index.flush()
+    return out
+
+
+def _row(p: Prepared, model: str, with_context: bool, result: Any, elapsed_ms: float) -> dict[str, Any]:
+    gen = result.generation
+    s = p.sample
+    prediction = first_line(result.text)
+    sc = score(prediction, s.truth)
+    latency = elapsed_ms + (p.context_ms if with_context else 0.0)
+    return {
+        "id": s.id,
+        "path": s.path,
+        "line": s.line,
+        "column": s.column,
+        "kind": s.kind,
+        "cross_file": bool(s.cross_file),
+        "cross_file_names": list(s.cross_file),
+        "model": model,
+        "context": with_context,
+        "truth": s.truth,
+        "prediction": prediction,
+        "exact": sc.exact,
+        "edit_similarity": sc.edit_similarity,
+        "identifier_exact": sc.identifier_exact,
+        "identifier_f1": sc.identifier_f1,
+        "latency_ms": round(latency, 1),
+        "context_ms": p.context_ms if with_context else 0.0,
+        "prompt_ms": round(gen.prompt_ms, 1),
+        "generation_ms": round(gen.generation_ms, 1),
+        "prompt_tokens": gen.prompt_tokens,
+        "tokens_evaluated": gen.tokens_evaluated,
+        "tokens_reused": gen.tokens_reused,
+        "tokens_generated": len(gen.tokens),
+        "context_tokens": sum(part.tokens for part in result.parts if part.kind == "context"),
+        "stop_reason": gen.stop_reason,
+        "chunks": [
+            {"path": part.path, "reason": part.reason, "tokens": part.tokens}
+            for part in result.parts
+            if part.kind == "context"
+        ],
+    }
+
+
+def run_model(
+    engine: Engine,
+    model: str,
+    prepared: Sequence[Prepared],
+    config: EvalConfig,
+    progress: Progress | None = None,
+) -> list[dict[str, Any]]:
+    """Complete every prepared sample with and/or without its context on one loaded model.
+
+    Samples run in file and line order with the engine's KV cache kept between them, as when a user
+    moves down a file: ``tokens_evaluated`` and latency include that reuse (``prompt_tokens`` is the
+    whole prompt).
+    """
+    from fimble.completion.service import CompletionRequest, complete
+
+    rows: list[dict[str, Any]] = []
+    for with_context in config.contexts:
+        for p in prepared:
+            request = CompletionRequest(
+                text=p.text,
+                offset=p.offset,
+                path=p.sample.path,
+                max_tokens=config.max_tokens,
+                multiline=False,
+                context_files=p.chunks if with_context else (),
+                prefix_budget=config.prefix_budget,
+                suffix_budget=config.suffix_budget,
+            )
+            t0 = time.perf_counter()
+            result = complete(engine, request)
+            rows.append(_row(p, model, with_context, result, (time.perf_counter() - t0) * 1000))
+            if progress:
+                progress(1)
+    return rows
+
+
+def open_index(root: Path, progress: Callable[[int, int], None] | None = None) -> WorkspaceIndex:
+    """The repository's index, built or brought up to date (writable: samples are masked in it).
+    ``progress(files_done, files_total)`` follows the pass."""
+    from fimble.indexer import WorkspaceIndex
+
+    index = WorkspaceIndex.open(root)
+    try:
+        index.build(progress=(lambda p: progress(p.files_done, p.files_total)) if progress else None)
+    except BaseException:
+        index.close()
+        raise
+    return index

@@ -1,0 +1,43 @@
+"""`fimble eval` end to end: a real sdist from PyPI (cached), the real index, the 0.5B model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.model_paths import SMALL, model_path
+
+pytestmark = [pytest.mark.model, pytest.mark.slow]
+
+
+def test_eval_writes_json_and_html_for_a_tiny_sdist(tmp_path: Path) -> None:
+    gguf = model_path(SMALL)
+    out = tmp_path / "report"
+    done = subprocess.run(
+        [sys.executable, "-m", "fimble", "eval", "--pypi", "tomli==2.0.1", "--samples", "3",
+         "--seed", "2", "--model", str(gguf), "--prefix-tokens", "256", "--max-tokens", "24",
+         "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads((out / "eval.json").read_text())
+    assert report["meta"]["samples"] == 3 and report["meta"]["source"] == "tomli==2.0.1"
+    rows = report["samples"]
+    assert len(rows) == 6 and {r["context"] for r in rows} == {False, True}
+    assert any(r["cross_file"] for r in rows)  # tomli's modules import each other
+    for r in rows:
+        assert r["truth"].strip() and r["tokens_evaluated"] >= 0 and r["prompt_tokens"] > 0
+        if not r["context"]:
+            assert r["chunks"] == []
+    assert all(c["reason"] for r in rows for c in r["chunks"])
+    page = (out / "eval.html").read_text()
+    assert "<svg" in page and "Recommendation" in page
+    assert "exact" in done.stdout and "wrote" in done.stdout

@@ -1,0 +1,62 @@
+"""Report: summaries per setting and line group, the context effect, recommendation, JSON + HTML."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fimble.evaluation.report import build_report, recommend, render_html, write_report
+
+
+def row(model: str, context: bool, cross: bool, exact: bool, ms: float, **kw: Any) -> dict[str, Any]:
+    base = {
+        "id": f"a.py:{int(ms)}:1", "path": "a.py", "line": 1, "column": 0, "kind": "line_start",
+        "cross_file": cross, "cross_file_names": ["Thing"] if cross else [], "model": model,
+        "context": context, "truth": "x = Thing()", "prediction": "x = Thing()" if exact else "x = <y>",
+        "exact": exact, "edit_similarity": 1.0 if exact else 0.6, "identifier_exact": exact,
+        "identifier_f1": 1.0 if exact else 0.5, "latency_ms": ms, "context_ms": 1.0, "prompt_ms": ms / 2,
+        "generation_ms": ms / 2, "prompt_tokens": 800, "tokens_evaluated": 100, "tokens_reused": 700,
+        "tokens_generated": 5, "context_tokens": 300 if context else 0, "stop_reason": "newline",
+        "chunks": [{"path": "b.py", "reason": "defines Thing", "tokens": 300}] if context else [],
+    }
+    return {**base, **kw}
+
+
+ROWS = [
+    row("small", False, True, False, 500), row("small", False, False, True, 600),
+    row("small", True, True, True, 900), row("small", True, False, True, 1000),
+    row("big", False, True, False, 3000), row("big", True, True, True, 4000),
+]
+
+
+def test_summaries_and_context_effect() -> None:
+    report = build_report(ROWS, {"source": "test"})
+    s = report["summaries"]
+    assert list(s) == ["small · no context", "small · context", "big · no context", "big · context"]
+    assert s["small · context"]["groups"]["cross_file"]["exact_match"] == 1.0
+    assert s["small · no context"]["groups"]["other"]["n"] == 1
+    assert s["big · no context"]["groups"]["other"]["n"] == 0
+    effect = report["context_effect"]["small"]
+    assert effect["cross_file"] == {"without": 0.0, "with": 1.0, "relative_change": None}
+    assert effect["other"]["relative_change"] == 0.0
+
+
+def test_recommendation_prefers_best_setting_within_the_latency_target() -> None:
+    report = build_report(ROWS, {})
+    rec = report["recommendation"]
+    assert rec["model"] == "small" and rec["context"] is True
+    assert rec["prompt_tokens_per_s"] > 0 and "small" in rec["text"]
+    slow = recommend(ROWS, report["summaries"], target_ms=100)
+    assert slow["condition"] == "small · no context" and "fastest" in slow["text"]
+
+
+def test_html_is_self_contained_and_escaped(tmp_path: Path) -> None:
+    rows = [*ROWS, row("small", True, False, False, 700, truth="if a < b and '<script>':")]
+    report = build_report(rows, {"source": "requests==2.32.3", "models": ["small", "big"]})
+    page = render_html(report)
+    assert page.count("<svg") == 5 and "<script>" not in page and "&lt;script&gt;" in page
+    assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    json_path, html_path = write_report(report, tmp_path / "out")
+    assert json.loads(json_path.read_text())["summaries"].keys() == report["summaries"].keys()
+    assert html_path.read_text().startswith("<!doctype html>")
