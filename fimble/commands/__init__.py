@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from fimble.commands.complete import complete
 from fimble.commands.doctor import doctor
+from fimble.commands.eval import eval_command
 from fimble.commands.explain import explain
 from fimble.commands.index import index
 from fimble.commands.models import models
@@ -15,4 +16,4 @@ from fimble.commands.serve import serve
 
 __all__ = ["COMMANDS"]
 
-COMMANDS = [models, doctor, complete, explain, index, serve]
+COMMANDS = [models, doctor, complete, explain, eval_command, index, serve]
