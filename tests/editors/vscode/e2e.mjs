@@ -201,6 +201,15 @@ async function main() {
       .waitFor({ timeout: GHOST_TIMEOUT });
     mark('explained');
 
+    // Reindex, then toggle automatic suggestions off: the status bar says so.
+    await runCommand(page, 'fimble: Reindex Workspace');
+    await page.locator('.notification-toast', { hasText: 'fimble: workspace reindexed' }).first()
+      .waitFor({ timeout: 60_000 });
+    mark('reindexed');
+    await runCommand(page, 'fimble: Toggle Automatic Suggestions');
+    await page.locator('[aria-label="fimble off"]').first().waitFor({ timeout: 30_000 });
+    mark('toggled_off');
+
     // A broken fimble.path: the status bar turns into an error that says what to do.
     // (Workspace settings: fimble.path is machine-overridable, which remote user settings cannot set.)
     fs.mkdirSync(path.join(dirs.ws, '.vscode'), { recursive: true });

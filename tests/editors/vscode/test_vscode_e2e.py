@@ -1,7 +1,8 @@
 """The VS Code extension in a real VS Code (code-server, headless Chromium, playwright-core), offline:
 fimble's ghost text appears after typing, Ctrl+Right accepts a word, Tab the rest, and the server logs
 the suggestion as served, shown, partially accepted and accepted; "Explain the Suggestion at the Cursor"
-answers, and a broken ``fimble.path`` shows as an error with its fix in the status bar.
+answers, *Reindex Workspace* finishes, *Toggle* shows "fimble off", and a broken ``fimble.path`` shows
+as an error with its fix in the status bar.
 
 ``e2e.mjs`` does the driving; this test gives it the toolchain (``setup.sh``, cached under
 ``~/.cache/fimble-editors``), the freshly built ``.vsix`` (``make vsix``), the project's ``fimble`` and a
@@ -73,6 +74,7 @@ def test_ghost_text_from_fimble_is_accepted_with_tab() -> None:
     assert result["line"].rstrip() == f"    return math.{ghost}".rstrip()
     assert ghost.endswith(result["rest"]) and len(result["rest"]) < len(ghost)  # Ctrl+Right took a word
     assert {"served", "shown", "partial", "accepted"} <= set(result["events"])
+    assert {"reindexed", "toggled_off", "error_shown"} <= set(result["timings"])
     # A broken fimble.path turns the status bar item into an error that says what to do.
     assert "fix the setting or clear it" in result["error_label"]
     assert (ARTIFACTS / "vscode-ghost-text.png").stat().st_size > 0
