@@ -162,9 +162,10 @@ class Warmer:
         if self._target is not None:
             return self._warm_step(engine, self._target, cancel)
         if store is not None and config.kv_state_mb > 0 and self._head:
-            head, self._head = self._head, []
+            head = self._head
             if _starts_with(engine.cached_tokens, head):
                 engine.save_state(len(head), slack=_SAVE_SLACK)
+            self._head = []  # only now: ``pending`` stays true until the write is queued
         return False
 
     def _warm_step(self, engine: Engine, target: _Target, cancel: CancelToken) -> bool:
