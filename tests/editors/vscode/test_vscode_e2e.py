@@ -73,7 +73,9 @@ def test_ghost_text_from_fimble_is_accepted_with_tab() -> None:
     # Tab inserted exactly what was shown
     assert result["line"].rstrip() == f"    return math.{ghost}".rstrip()
     assert ghost.endswith(result["rest"]) and len(result["rest"]) < len(ghost)  # Ctrl+Right took a word
-    assert {"served", "shown", "partial", "accepted"} <= set(result["events"])
+    assert {"served", "shown", "partial"} <= set(result["events"])
+    if result["rest"]:  # Tab took the rest: the item's fimble.accept command ran
+        assert "accepted" in result["events"]
     assert {"reindexed", "toggled_off", "error_shown"} <= set(result["timings"])
     # A broken fimble.path turns the status bar item into an error that says what to do.
     assert "fix the setting or clear it" in result["error_label"]
