@@ -251,13 +251,18 @@ _RULES: tuple[Rule, ...] = (
 def make_stop_check(
     ctx: StopContext, rules: tuple[Rule, ...] = _RULES
 ) -> Callable[[str], tuple[str, int] | None]:
-    """Bind the rules to one request's context; the engine calls the result after each token."""
+    """Bind the rules to one request's context; the engine calls the result after each token.
+
+    One token may trip several rules (``")\n`` ends a string and a line); the earliest cut wins, and
+    among equal cuts the rule listed first.
+    """
 
     def check(text: str) -> tuple[str, int] | None:
+        best: tuple[str, int] | None = None
         for rule in rules:
             hit = rule(text, ctx)
-            if hit is not None:
-                return hit
-        return None
+            if hit is not None and (best is None or hit[1] < best[1]):
+                best = hit
+        return best
 
     return check

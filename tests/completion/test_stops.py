@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from fimble.completion.stops import (
     StopContext,
+    bracket_stop,
     first_line_stop,
     indent_stop,
     make_stop_check,
+    quote_stop,
+    repetition_stop,
     suffix_repeat_stop,
 )
 
@@ -46,3 +49,47 @@ def test_make_stop_check_runs_rules_in_order() -> None:
     check = make_stop_check(ctx())
     assert check("abc") is None
     assert check("abc\n") == ("newline", 3)
+
+
+def test_the_earliest_cut_wins_when_one_token_trips_two_rules() -> None:
+    c = StopContext(
+        line_prefix='f("',
+        suffix='")\n',
+        multiline=False,
+        open_brackets="(",
+        closed_in_suffix=1,
+        string_quote='"',
+    )
+    assert make_stop_check(c)('hi")\n') == ("stop_rule:quote_balance", 2)
+
+
+def test_bracket_rule_is_off_without_syntax_facts() -> None:
+    assert bracket_stop("a))", ctx()) is None
+
+
+def test_bracket_rule_counts_what_the_suffix_closes() -> None:
+    c = StopContext(
+        line_prefix="print(len(", suffix=")\n", multiline=False, open_brackets="((", closed_in_suffix=1
+    )
+    assert bracket_stop("items)", c) is None
+    assert bracket_stop("items))", c) == ("stop_rule:bracket_balance", 6)
+    assert bracket_stop('"))" + x)', c) is None  # brackets in the model's strings do not count
+
+
+def test_quote_rule_skips_escaped_quotes() -> None:
+    c = StopContext(line_prefix='s = "', suffix='"\n', multiline=False, string_quote='"')
+    assert quote_stop('a \\"b', c) is None
+    assert quote_stop('a \\"b" + c', c) == ("stop_rule:quote_balance", 5)
+
+
+def test_indent_rule_leaves_closing_lines_to_the_bracket_rule() -> None:
+    c = StopContext(line_prefix="int f() {", suffix="\n", multiline=True, block_indent=1)
+    assert indent_stop("\n    return 1;\n}\n", c) is None
+    assert indent_stop("\n    return 1;\n}\nint g;\n", c) == ("stop_rule:indent", 16)
+
+
+def test_repetition_keeps_the_first_copy() -> None:
+    assert repetition_stop("\n    f()\n    f()\n    f()\n", ctx()) == ("stop_rule:repetition", 8)
+    assert repetition_stop("x = a" + ".b" * 30, ctx()) == ("stop_rule:repetition", 7)
+    assert repetition_stop("[0, 0, 0, 0, 0, 0]", ctx()) is None
+    assert repetition_stop("\n    f()\n    f()\n", ctx()) is None  # twice may be meant
