@@ -82,14 +82,21 @@ class ContextChunk:
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
 
-def _render_outline(defs: Sequence[_Definition], names: set[str] | None = None, limit: int = 40) -> str:
-    """Signatures (with their first doc line) of a module, optionally only the names it exports to us."""
+def _render_outline(
+    defs: Sequence[_Definition], names: set[str] | None = None, limit: int = 40, *, brief: bool = False
+) -> str:
+    """Signatures (with their first doc line) of a module, optionally only the names it exports to us.
+
+    ``brief``: top-level signatures only, without doc lines (a whole module's names, compactly).
+    """
     lines: list[str] = []
     for d in defs:
         if names and d.name not in names and d.qualname.split(".")[0] not in names:
             continue
+        if brief and getattr(d, "scope", ""):
+            continue
         sig = d.signature.rstrip()
-        if d.doc:
+        if d.doc and not brief:
             indent = " " * (len(sig.splitlines()[-1]) - len(sig.splitlines()[-1].lstrip()) + 4)
             sig += f'\n{indent}"""{d.doc}"""' if d.path.endswith(".py") else f"  // {d.doc}"
         lines.append(sig)
@@ -107,6 +114,40 @@ def _near_duplicate(text: str, window: str, threshold: float = 0.5) -> bool:
     return len(lines & seen) / len(lines) >= threshold
 
 
+def _near_names(lines: Sequence[str], line: int, above: int = 12, below: int = 4) -> set[str]:
+    """Identifiers written just around the cursor: what the line being typed most likely uses."""
+    return set(_WORD.findall("\n".join(lines[max(0, line - above) : line + below])))
+
+
+def _mentions(text: str, names: set[str]) -> int:
+    """How many of ``names`` ``text`` mentions (as whole words)."""
+    return len(names & set(_WORD.findall(text))) if names else 0
+
+
+def _in_import_block(imports: Sequence[_Import], line: int) -> bool:
+    """The cursor sits among the file's imports: it is probably writing one, so whole module outlines
+    (not only the names already imported) are what helps."""
+    rows = [row for imp in imports if (row := getattr(imp, "line", None)) is not None]
+    return bool(rows) and min(rows) - 1 <= line <= max(rows) + 2
+
+
+def _reexports(index: IndexReader, target: str) -> str:
+    """A package's ``from .x import a, b`` lines: what ``import pkg`` makes available as ``pkg.a``."""
+    if not target.endswith("__init__.py"):
+        return ""
+    out = []
+    for imp in index.imports_of(target):
+        spec = getattr(imp, "spec", "")
+        if imp.names and spec:
+            out.append(f"from {spec} import {', '.join(imp.names)}")
+    return "\n".join(out[:30])
+
+
+# Base scores by source; a mention of a name written near the cursor adds _MENTION each, so the chunks
+# that explain what the cursor's surroundings use come first and survive the token budget.
+_IMPORTED, _DEFINES, _RECENT, _SIMILAR, _MENTION = 2.0, 1.5, 1.0, 0.0, 3.0
+
+
 def gather_context(
     index: IndexReader,
     path: str,
@@ -117,57 +158,73 @@ def gather_context(
     max_chunks: int = 12,
     window_lines: int = 60,
 ) -> list[ContextChunk]:
-    """Choose and order context chunks for a cursor at 0-based ``line`` of ``path``.
+    """Choose and order context chunks for a cursor at 0-based ``line`` of ``path``, best first.
 
-    Order, most stable first: outlines of imported workspace modules (restricted to the names imported
-    when there are any), definitions of symbols used near the cursor, recently edited regions, then
-    BM25 neighbours of the lines above the cursor. Chunks already visible around the cursor or nearly
-    repeating it are dropped. Index failures mean less context, never no completion.
+    Sources: outlines of imported workspace modules (restricted to the names imported, unless the
+    cursor is among the imports; a package's outline lists what it re-exports), definitions of
+    symbols used near the cursor, recently edited or visited regions, and BM25 neighbours of the
+    lines above the cursor. Each is scored by its source and by how many names written around the
+    cursor it mentions; the best come first, so ``build_prompt``'s token budget keeps them. Chunks
+    already visible around the cursor or nearly repeating it or each other are dropped. Index
+    failures mean less context, never no completion.
     """
     lines = text.splitlines()
     lo, hi = max(0, line - window_lines), min(len(lines), line + window_lines)
     visible = "\n".join(lines[lo:hi])
-    chunks: list[ContextChunk] = []
+    near = _near_names(lines, line)
+    scored: list[tuple[float, int, ContextChunk]] = []
     seen_paths_defs: set[tuple[str, str]] = set()
 
-    def add(chunk: ContextChunk) -> None:
-        if chunk.path == path or not chunk.text.strip() or _near_duplicate(chunk.text, visible):
+    def offer(chunk: ContextChunk, base: float) -> None:
+        if chunk.path == path or not chunk.text.strip():
             return
-        if _near_duplicate(chunk.text, "\n".join(c.text for c in chunks)):  # says what is already there
-            return
-        chunks.append(chunk)
+        scored.append((base + _MENTION * _mentions(chunk.text, near), len(scored), chunk))
 
     try:
-        for imp in index.imports_of(path):
+        imports = index.imports_of(path)
+        whole = _in_import_block(imports, line)
+        for imp in imports:
             if not imp.targets:
                 continue
             target = imp.targets[0]
-            outline = _render_outline(index.file_outline(target), set(imp.names))
+            if (target, "*") in seen_paths_defs:
+                continue
+            names = None if whole else set(imp.names)
+            defs = index.file_outline(target)
+            own = _render_outline(defs, names, brief=whole)
+            outline = "\n".join(part for part in (own, _reexports(index, target)) if part)
             if outline:
-                names = ", ".join(imp.names[:4]) if imp.names else target
-                add(ContextChunk(target, outline, f"imported: {names}"))
+                shown = ", ".join(imp.names[:4]) if imp.names else target
+                reason = f"imported: {shown}" + (" (whole module: cursor among the imports)" if whole else "")
+                offer(ContextChunk(target, outline, reason), _IMPORTED)
                 seen_paths_defs.add((target, "*"))
     except Exception:  # index trouble: fewer chunks, never no completion
         log.debug("imports_of(%s) failed", path, exc_info=True)
     try:
-        near = index.symbols_near(path, line)
-        for d in near.referenced:
+        for d in index.symbols_near(path, line).referenced:
             if (d.path, "*") in seen_paths_defs or (d.path, d.qualname) in seen_paths_defs:
                 continue
             seen_paths_defs.add((d.path, d.qualname))
             body = d.signature.rstrip() + (f"\n    # {d.doc}" if d.doc else "")
-            add(ContextChunk(d.path, body, f"defines {d.name}, used near the cursor"))
+            offer(ContextChunk(d.path, body, f"defines {d.name}, used near the cursor"), _DEFINES)
     except Exception:
         log.debug("symbols_near(%s, %d) failed", path, line, exc_info=True)
     for chunk in recent:
-        add(ContextChunk(chunk.path, chunk.text, chunk.reason or "recently edited"))
+        offer(ContextChunk(chunk.path, chunk.text, chunk.reason or "recently edited"), _RECENT)
     try:
         query = "\n".join(lines[max(0, line - 12) : line + 1])
         if _WORD.search(query):
             for snip in index.search(query, k=4, exclude=(path, (lo, hi))):
-                add(ContextChunk(snip.path, snip.text, f"similar code (bm25 {snip.score:.1f})"))
+                offer(ContextChunk(snip.path, snip.text, f"similar code (bm25 {snip.score:.1f})"), _SIMILAR)
     except Exception:
         log.debug("search near %s:%d failed", path, line, exc_info=True)
+    chunks: list[ContextChunk] = []
+    for _, _, chunk in sorted(scored, key=lambda s: (-s[0], s[1])):
+        if _near_duplicate(chunk.text, visible):
+            continue
+        if _near_duplicate(chunk.text, "\n".join(c.text for c in chunks)):  # says what is already there
+            continue
+        chunks.append(chunk)
     return chunks[:max_chunks]
 
 

@@ -28,6 +28,8 @@ class Def:
 class Imp:
     targets: tuple[str, ...]
     names: tuple[str, ...] = ()
+    line: int | None = None
+    spec: str = ""
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class FakeIndex:
     snippets: list[Snip] = field(default_factory=list)
     calls: int = 0
     broken: bool = False
+    other_imports: dict[str, list[Imp]] = field(default_factory=dict)
 
     def file_outline(self, path: str) -> list[Def]:
         return self.outlines.get(path, [])
@@ -60,7 +63,7 @@ class FakeIndex:
         self.calls += 1
         if self.broken:
             raise OSError("store gone")
-        return self.imports
+        return self.other_imports.get(path, self.imports)
 
     def symbols_near(self, path: str, line: int) -> Near:
         return self.near
@@ -149,3 +152,32 @@ def test_gatherer_is_sticky_within_a_region() -> None:
 
 def test_no_index_no_context() -> None:
     assert ContextGatherer(None).chunks("a.py", "x", 0) == []
+
+
+def test_chunks_mentioning_names_near_the_cursor_come_first() -> None:
+    idx = index()
+    idx.near = Near((Def("models.py", "User", kind="class", qualname="User", signature="class User(Base):"),))
+    text = "from util.dates import parse\n" + "pass\n" * 20 + "u = User()\nu."
+    chunks = gather_context(idx, "app.py", text, 22)
+    assert chunks[0].path == "models.py"  # `User` is written right above the cursor; `parse` is not
+
+
+def test_among_the_imports_whole_module_outlines_are_shown() -> None:
+    idx = index()
+    idx.imports = [Imp(("util/dates.py",), ("parse",), line=0, spec="util.dates")]
+    chunks = gather_context(idx, "app.py", "from util.dates import parse\n\n", 1)
+    dates = next(c for c in chunks if c.path == "util/dates.py")
+    assert "def other():" in dates.text and '"""' not in dates.text  # every name, compactly
+    assert "among the imports" in dates.reason
+    far = gather_context(idx, "app.py", "from util.dates import parse\n" + "x = 1\n" * 30, 30)
+    assert "def other" not in next(c for c in far if c.path == "util/dates.py").text
+
+
+def test_a_package_outline_lists_what_it_reexports() -> None:
+    idx = index()
+    idx.imports = [Imp(("pkg/__init__.py",), (), line=0, spec="pkg")]
+    version = Def("pkg/__init__.py", "VERSION", kind="constant", signature="VERSION = 1")
+    idx.outlines["pkg/__init__.py"] = [version]
+    idx.other_imports["pkg/__init__.py"] = [Imp(("pkg/api.py",), ("get", "post"), line=0, spec=".api")]
+    chunks = gather_context(idx, "app.py", "import pkg\n\nr = pkg.", 2)
+    assert "from .api import get, post" in next(c for c in chunks if c.path == "pkg/__init__.py").text
