@@ -1,0 +1,68 @@
+"""The syntax at the cursor: language resolution, the parsed window, the facts for the stop rules.
+
+The decisions themselves, per language, are golden cases (``golden/shape/``, run by test_golden.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fimble.completion.shape import _window, analyze, resolve_language, shape_spec, stop_context
+
+
+@pytest.mark.parametrize(
+    ("language", "path", "expected"),
+    [
+        ("python", None, "python"),
+        ("typescriptreact", "a.tsx", "tsx"),
+        ("javascriptreact", None, "javascript"),
+        (None, "src/lib.rs", "rust"),
+        ("plaintext", "main.go", "go"),
+        (None, "notes.md", None),
+        (None, None, None),
+    ],
+)
+def test_resolve_language(language: str | None, path: str | None, expected: str | None) -> None:
+    assert resolve_language(language, path) == expected
+
+
+def test_window_is_bounded_on_a_huge_file() -> None:
+    body = "".join(f"    x{i} = {i}\n" for i in range(20_000))
+    prefix = "def f():\n" + body + "    "
+    head, tail = _window(prefix, "\n" + body)
+    assert len(head) <= 8000 and head.count("\n") <= 120
+    assert tail.count("\n") < 24
+    syntax = analyze(prefix, "\n" + body, "python")
+    assert syntax.multiline is False and syntax.reason == "between statements"
+
+
+def test_window_starts_at_a_top_level_line() -> None:
+    prefix = "import os\n\n\nclass A:\n    def f(self):\n        return ("
+    head, _ = _window(prefix, ")\n")
+    assert head.startswith("class A:")
+
+
+def test_without_a_grammar_the_text_heuristic_decides() -> None:
+    syntax = analyze("tasks:", "\n", None)
+    assert (syntax.multiline, syntax.reason) == (True, "line opens a block")
+    assert stop_context("tasks:", "\n", syntax).open_brackets is None  # bracket rule off
+
+
+def test_facts_for_the_stop_rules() -> None:
+    syntax = analyze("if (a(b(", ")) {\n}\n", "javascript")
+    assert syntax.open_brackets == "((("
+    assert syntax.closed_in_suffix == 2  # the ")" closing "if (" is not in the suffix: "{" comes first
+    ctx = stop_context("if (a(b(", ")) {\n}\n", syntax)
+    assert ctx.line_prefix == "if (a(b(" and ctx.open_brackets == "((("
+
+
+def test_forced_shape_keeps_the_facts() -> None:
+    syntax = analyze('print("', '")\n', "python", multiline=True)
+    assert (syntax.multiline, syntax.reason) == (True, "always")
+    assert syntax.string_quote == '"' and syntax.closed_in_suffix == 1
+
+
+def test_spec_falls_back_to_default() -> None:
+    assert shape_spec("java").header_keywords == frozenset()
+    assert shape_spec("python").block_openers == frozenset({":"})
+    assert shape_spec("c").brackets == {"(": ")", "[": "]", "{": "}"}
