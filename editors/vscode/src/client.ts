@@ -112,8 +112,16 @@ export class Fimble implements vscode.Disposable {
     const client = new LanguageClient('fimble', 'fimble', serverOptions, clientOptions);
     this.client = client;
     client.onDidChangeState((e) => {
-      if (e.newState === State.Stopped && this.client === client) {
+      if (this.client !== client) {
+        return; // a client we replaced (restart) or stopped ourselves
+      }
+      if (e.newState === State.Stopped) {
         this.fail('the fimble server stopped: see the fimble output channel, then run "fimble: Restart the Server"');
+      } else if (e.newState === State.Running && e.oldState === State.Starting && this.model.view().state === 'error') {
+        // vscode-languageclient restarted a crashed server by itself: follow it again.
+        this.model.starting();
+        this.render();
+        this.startPolling();
       }
     });
     try {
