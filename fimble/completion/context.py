@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -240,9 +240,16 @@ class ContextGatherer:
     from where it was made, or when asked to refresh; otherwise the same chunks, token for token, so
     the model's KV cache for them survives typing."""
 
-    def __init__(self, index: IndexReader | None, *, region: int = 20) -> None:
+    def __init__(
+        self,
+        index: IndexReader | None,
+        *,
+        region: int = 20,
+        recent: Callable[[str], Sequence[ContextChunk]] | None = None,
+    ) -> None:
         self.index = index
         self.region = region
+        self.recent = recent  # path -> recently edited/visited regions elsewhere (``RecentRegions``)
         self._cache: dict[str, _Cached] = {}
         self._lock = threading.Lock()
 
@@ -253,7 +260,13 @@ class ContextGatherer:
             cached = self._cache.get(path)
             if cached is not None and not refresh and abs(cached.line - line) <= self.region:
                 return cached.chunks
-        chunks = gather_context(self.index, path, text, line)
+        recent: Sequence[ContextChunk] = ()
+        if self.recent is not None:
+            try:
+                recent = self.recent(path)
+            except Exception:  # never let the tracker cost a completion its context
+                log.debug("recent regions failed", exc_info=True)
+        chunks = gather_context(self.index, path, text, line, recent=recent)
         with self._lock:
             self._cache[path] = _Cached(path, line, chunks)
         return chunks
