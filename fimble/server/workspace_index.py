@@ -108,6 +108,16 @@ class IndexRunner:
     def file_changed(self, path: Path, text: str | None) -> None:
         self._call(self.index.on_file_changed, path, text)
 
+    def note_edit(self, path: Path, text: str, line: int) -> None:
+        """An unsaved edit at ``line``: remembered at once (O(1), on the caller's thread) by indexes
+        that track recently edited regions; the text is the document's immutable snapshot."""
+        note = getattr(self.index, "note_edit", None)
+        if note is not None:
+            try:
+                note(path, text, line)
+            except Exception:
+                log.exception("note_edit failed")
+
     async def reindex(self, progress: Progress) -> dict[str, object]:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._updates, self.index.reindex, progress)

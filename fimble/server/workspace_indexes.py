@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fimble.completion.context import ContextGatherer
+from fimble.completion.context import ContextChunk, ContextGatherer
+from fimble.completion.recent import RecentRegions
 from fimble.errors import FimbleError, IndexLocked
 from fimble.server.workspace_index import Progress, Snippet
 
@@ -39,6 +40,7 @@ class WorkspaceIndexes:
         self._busy = 0
         self._configured = False
         self.errors: list[str] = []
+        self.recent = RecentRegions()  # absolute paths; each root's gatherer sees its own files
 
     # -- IndexHook -------------------------------------------------------------------------------
 
@@ -65,7 +67,10 @@ class WorkspaceIndexes:
         with self._lock:
             self._indexes = opened
             self._configured = True
-            self._gatherers = {root: ContextGatherer(index) for root, index in opened.items()}
+            self._gatherers = {
+                root: ContextGatherer(index, recent=self._recent_under(root))
+                for root, index in opened.items()
+            }
             self.errors = errors
             busy = self._busy
         for _ in range(busy):  # a completion already running when the roots changed
@@ -82,6 +87,17 @@ class WorkspaceIndexes:
             if not p.is_absolute() and (root / p).exists():
                 return root, index
         return None
+
+    def _recent_under(self, root: Path) -> Callable[[str], list[ContextChunk]]:
+        def shown(path: str) -> str | None:
+            p = Path(path)
+            return p.relative_to(root).as_posix() if p.is_absolute() and p.is_relative_to(root) else None
+
+        return lambda rel: self.recent.chunks(exclude=rel, shown=shown)
+
+    def note_edit(self, path: Path, text: str, line: int) -> None:
+        """The editor changed ``line`` of ``path`` (unsaved): a recently edited region for context."""
+        self.recent.edited(str(path), text, line)
 
     def on_file_changed(self, path: Path, text: str | None) -> None:
         owner = self._owner(path)
@@ -126,6 +142,7 @@ class WorkspaceIndexes:
         rel = Path(path).relative_to(root).as_posix() if Path(path).is_absolute() else path
         gatherer = self._gatherers[root]
         line = prefix.count("\n")
+        self.recent.visited(str(root / rel), prefix + suffix, line)
         try:
             return [c.as_tuple() for c in gatherer.chunks(rel, prefix + suffix, line)]
         except FimbleError as err:  # not built yet: no context this time

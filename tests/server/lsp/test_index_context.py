@@ -80,3 +80,31 @@ async def test_first_indexing_pass_is_reported_as_progress(client: Any) -> None:
             return
         await asyncio.sleep(0.1)
     raise AssertionError(f"no indexing progress: {reports}")
+
+
+async def test_an_unsaved_edit_in_another_file_is_context_with_its_reason(client: Any) -> None:
+    from lsprotocol import types
+
+    await _index_ready(client)
+    geometry = (client.root / "shapes" / "geometry.py").as_uri()
+    open_doc(client, geometry, GEOMETRY)
+    added = "\n\ndef triangle_area(base: float, height: float) -> float:\n    return base * height / 2\n"
+    end = GEOMETRY.count("\n")
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=geometry, version=2),
+            [
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(types.Position(end, 0), types.Position(end, 0)), text=added
+                )
+            ],
+        )
+    )
+    text = "from shapes.geometry import circle_area\n\n\ndef roof(base, height):\n    return "
+    (client.root / "roof.py").write_text(text)
+    uri = (client.root / "roof.py").as_uri()
+    open_doc(client, uri, text)
+    await client.text_document_inline_completion_async(inline_params(uri, 4, len("    return ")))
+    parts = (await status(client))["last"]["explain"]["parts"]
+    recent = [p for p in parts if p["reason"].startswith("recently edited")]
+    assert recent and recent[0]["path"] == "shapes/geometry.py", parts

@@ -41,12 +41,16 @@ def register(server: FimbleServer) -> None:
         d = params.text_document
         changes = [_change(c) for c in params.content_changes]
         try:
-            server.documents.change(d.uri, d.version, changes, server.encoding)
+            doc = server.documents.change(d.uri, d.version, changes, server.encoding)
         except (UnknownDocument, PositionError) as err:
             # Out of sync: the client will resend the whole text on reopen; requests until then
             # get an error naming the document rather than a suggestion for the wrong text.
             log.error("didChange %s (version %s) not applied: %s", d.uri, d.version, err)
             server.documents.close(d.uri)
+            return
+        edited = [c.range for c in changes if c.range is not None]
+        if edited and (path := uri_path(d.uri)) is not None:
+            server.ctx.index.note_edit(path, doc.text, edited[-1][0][0])
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def did_save(params: types.DidSaveTextDocumentParams) -> None:
