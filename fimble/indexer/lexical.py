@@ -1,18 +1,23 @@
-"""Lexical analysis of a file: blocks of lines, their BM25 terms, and the identifiers used.
+"""Lexical analysis of a file: blocks of lines, their BM25 terms, and the words of a query.
 
-Runs on every byte of the workspace, so it is built around what CPython does in C: a bytes regex
-``findall`` per block (invalid UTF-8 costs nothing, no decode), Counter's C counting loop,
-``chain``/``map`` to flatten. Terms are case-sensitive identifiers (code spells a name the same way
-everywhere; one tokenisation serves both BM25 and "identifiers used") minus the stop words in
-``data/stopwords.toml``; non-ASCII words are not terms.
+Terms are case-sensitive identifiers (code spells a name the same way everywhere): a word is a run of
+``[A-Za-z0-9_]`` that starts with a letter or ``_`` (a run starting with a digit is a number);
+non-ASCII bytes separate words, so invalid UTF-8 costs nothing. The stop words in
+``data/stopwords.toml`` are not terms. ``analyze`` runs on every byte of the workspace and is done with
+numpy in ``terms.py`` (imported only by whoever indexes); this module stays light for the readers.
 
 A file is cut into *blocks* of ``stride`` lines (capped in bytes, so minified one-line files still
 split); a retrieval *window* is two consecutive blocks, so windows overlap their neighbours by half.
 Postings are kept per block and windows are scored from them at query time (bm25.py): half the
 entries of per-window postings, same ranking.
 
-Terms are identified by a 64-bit hash (two CRC-32s, stable across processes, unlike ``hash()``): the
-writer groups and sorts postings as integers with numpy instead of as strings in Python.
+A term's id is a 64-bit hash whose low 16 bits are zero (48 bits of hash, so ``id | block`` is one
+sortable integer), stable across processes and machines of the same byte order; ``term_hash`` computes
+the same value in plain Python for query terms. Two terms sharing an id (about one pair in 10^8 among
+a million distinct terms) merely share postings.
+
+The identifiers a file uses are not stored: ``identifiers`` derives them from the stored text when
+asked (no query on the completion path needs them).
 """
 
 from __future__ import annotations
@@ -20,22 +25,20 @@ from __future__ import annotations
 import functools
 import re
 import tomllib
-import zlib
-from array import array
-from collections import _count_elements  # Counter's C core, without Counter's Python overhead
 from dataclasses import dataclass
 from importlib import resources
-from itertools import accumulate, chain, repeat
-from operator import add
 from typing import NamedTuple
 
-__all__ = ["Block", "Lexical", "analyze", "query_terms", "stopwords", "term_hash", "words"]
+__all__ = ["Block", "Lexical", "analyze", "identifiers", "query_terms", "stopwords", "term_hash", "words"]
 
-WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+WORD = re.compile(rb"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]*")
 _MAX_IDENTIFIER = 64
 _MAX_BLOCKS = 60000  # block numbers are stored in 16 bits
-_SEED = 0x9E3779B9
-_crc = zlib.crc32
+_MASK64 = (1 << 64) - 1
+_LOW = 0xFFFF
+_C0 = 0x9E3779B97F4A7C15
+_C1 = 0xBF58476D1CE4E5B9
+_C2 = 0x94D049BB133111EB
 
 
 class Block(NamedTuple):
@@ -49,8 +52,9 @@ class Block(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Lexical:
-    """Postings as parallel arrays, one entry per (term, block): ``hashes`` (uint64 term ids),
-    ``blocks`` and ``tfs`` (uint16), plus ``block_lengths`` (terms per block, uint16)."""
+    """Postings as parallel arrays, one entry per (term, block), sorted by (term id, block):
+    ``hashes`` (uint64 term ids), ``entry_blocks`` and ``tfs`` (uint16), plus ``block_lengths``
+    (terms per block, uint16)."""
 
     n_lines: int
     blocks: tuple[Block, ...]
@@ -59,12 +63,20 @@ class Lexical:
     tfs: bytes
     block_lengths: bytes
     total_length: int
-    identifiers: tuple[bytes, ...]
 
 
-def term_hash(term: bytes) -> int:
-    """The 64-bit id of a term; the same in every process and Python version."""
-    return (_crc(term) << 32) | _crc(term, _SEED)
+def term_hash(term: bytes | bytearray) -> int:
+    """The id of a term: the same value ``analyze`` computes with numpy, in every process."""
+    n = len(term)
+    h = (n * _C0) & _MASK64
+    padded = bytes(term) + bytes(-n % 8)
+    for k in range(0, max(n, 1), 8):
+        h = ((h ^ int.from_bytes(padded[k : k + 8], "little")) * _C1) & _MASK64
+        h ^= h >> 29
+    h ^= h >> 32
+    h = (h * _C2) & _MASK64
+    h ^= h >> 29
+    return h & ~_LOW
 
 
 @functools.cache
@@ -76,11 +88,6 @@ def stopwords() -> frozenset[bytes]:
     forms |= {chr(c) for c in range(ord("a"), ord("z") + 1)} | {chr(c) for c in range(ord("A"), ord("Z") + 1)}
     forms.add("_")
     return frozenset(f.encode() for f in forms)
-
-
-@functools.lru_cache(maxsize=32)
-def _encoded(keywords: frozenset[str]) -> frozenset[bytes]:
-    return frozenset(k.encode() for k in keywords)
 
 
 def words(data: bytes) -> list[bytes]:
@@ -95,74 +102,14 @@ def query_terms(text: str | bytes) -> list[bytes]:
     return [t for t in dict.fromkeys(WORD.findall(data)) if t not in stop]
 
 
-def _blocks(data: bytes, stride: int, block_bytes: int) -> tuple[int, list[Block]]:
-    """Blocks of ``stride`` lines, at most ``block_bytes`` each unless one line is longer."""
-    lines = data.split(b"\n")
-    n_lines = max(len(lines) - 1 if data.endswith(b"\n") else len(lines), 1)
-    stride = max(stride, -(-n_lines // _MAX_BLOCKS))
-    # starts[i] = byte offset of line i (the last entry: the end of the data)
-    cum = accumulate(map(len, lines))  # line i starts at (length of lines before it) + i newlines
-    starts = [0, *map(add, cum, range(1, n_lines))]
-    starts.append(len(data))
-    blocks: list[Block] = []
-    line = 0
-    while line < n_lines:
-        end = min(line + stride, n_lines)
-        start_byte = starts[line]
-        if starts[end] - start_byte > block_bytes:
-            low, high = line + 1, end  # the last end whose block still fits (at least one line)
-            while low < high:
-                mid = (low + high + 1) // 2
-                if starts[mid] - start_byte <= block_bytes:
-                    low = mid
-                else:
-                    high = mid - 1
-            end = low
-        blocks.append(Block(line, end, start_byte, starts[end]))
-        line = end
-    return n_lines, blocks
+def identifiers(data: bytes, keywords: frozenset[str] = frozenset()) -> tuple[bytes, ...]:
+    """The distinct words of a file, sorted, without the language's keywords and overlong words."""
+    skip = {k.encode() for k in keywords}
+    return tuple(sorted(w for w in set(WORD.findall(data)) if len(w) <= _MAX_IDENTIFIER and w not in skip))
 
 
-def analyze(
-    data: bytes, *, stride: int = 12, block_bytes: int = 2048, keywords: frozenset[str] = frozenset()
-) -> Lexical:
-    """Blocks, postings and identifiers of one file's bytes."""
-    n_lines, blocks = _blocks(data, stride, block_bytes)
-    findall = WORD.findall
-    stopped = stopwords().intersection
-    seen: set[bytes] = set()
-    remember = seen.update
-    keys: list = []
-    counts: list = []
-    lengths: list[int] = []
-    for block in blocks:
-        counter: dict[bytes, int] = {}
-        _count_elements(counter, findall(data, block.start_byte, block.end_byte))
-        remember(counter)
-        for term in stopped(counter):
-            del counter[term]
-        keys.append(counter.keys())
-        values = counter.values()
-        counts.append(values)
-        lengths.append(sum(values))
-    terms = list(chain.from_iterable(keys))
-    ids = {t: (_crc(t) << 32) | _crc(t, _SEED) for t in dict.fromkeys(terms)}
-    tf_values = chain.from_iterable(counts)
-    if lengths and max(lengths) > 0xFFFF:  # one giant line: clamp to 16 bits
-        tf_values = map(min, tf_values, repeat(0xFFFF))
-        lengths = [min(n, 0xFFFF) for n in lengths]
-    identifiers = sorted(seen.difference(_encoded(keywords)))
-    if identifiers and max(map(len, identifiers)) > _MAX_IDENTIFIER:
-        identifiers = [t for t in identifiers if len(t) <= _MAX_IDENTIFIER]
-    return Lexical(
-        n_lines=n_lines,
-        blocks=tuple(blocks),
-        hashes=array("Q", map(ids.__getitem__, terms)).tobytes(),
-        entry_blocks=array(
-            "H", chain.from_iterable(map(repeat, range(len(blocks)), map(len, keys)))
-        ).tobytes(),
-        tfs=array("H", tf_values).tobytes(),
-        block_lengths=array("H", lengths).tobytes(),
-        total_length=sum(lengths),
-        identifiers=tuple(identifiers),
-    )
+def analyze(data: bytes, *, stride: int = 12, block_bytes: int = 2048) -> Lexical:
+    """Blocks and postings of one file's bytes (see ``terms.analyze``)."""
+    from fimble.indexer import terms  # numpy
+
+    return terms.analyze(data, stride, block_bytes)

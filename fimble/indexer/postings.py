@@ -90,7 +90,8 @@ class Postings:
 
 def build(docs: Iterable[tuple[int, bytes, bytes, bytes, bytes]]) -> Columns:
     """Columns for ``(fid, hashes, blocks, tfs, block_lengths)`` of files given in increasing fid
-    order (entries of one file come in block order, so a stable sort by hash finishes the job)."""
+    order (entries of one file come sorted by (term, block), so a stable sort by hash finishes the
+    job)."""
     hs, fs, bs, ts, ls = [], [], [], [], []
     for fid, hashes, blocks, tfs, block_lengths in docs:
         h = np.frombuffer(hashes, np.uint64)

@@ -115,8 +115,12 @@ def outline(txn: lmdb.Transaction, db: dict, rel: str) -> tuple[Definition, ...]
 
 def identifiers(txn: lmdb.Transaction, db: dict, rel: str) -> tuple[str, ...]:
     rec = file_record(txn, db, rel)
-    raw = txn.get(fid_bytes(rec.fid), db=db["idents"]) if rec else None
-    return tuple(raw.decode("ascii").split("\n")) if raw else ()
+    raw = txn.get(fid_bytes(rec.fid), db=db["text"]) if rec else None
+    if not raw:
+        return ()
+    spec = language_spec(rec.language)
+    found = lexical.identifiers(raw, spec.keywords if spec is not None else frozenset())
+    return tuple(word.decode("ascii") for word in found)
 
 
 def _split_qualified(name: str) -> tuple[str, str]:

@@ -14,7 +14,7 @@ reused, so postings of an old version can stay in place, masked by the ``dead`` 
     files   path -> FileRecord                    paths   fid -> path (live versions only)
     defs    fid + idx(4) -> DefRecord             names   name -> fid + idx (dupsort, dupfixed)
     imports fid -> [(flavor, spec, names, line, wildcard)]
-    idents  fid -> b"\\n".join(identifiers)        text    fid -> file bytes as indexed
+    text    fid -> file bytes as indexed (the identifiers a file uses are derived from it on demand)
     blocks  fid -> [(start_line, end_line, start_byte, end_byte)]
     post    bucket(2) + segment(4) -> postings of the terms in that hash bucket (see postings.py)
     segs    segment(4) -> (files, entries)
@@ -45,9 +45,9 @@ __all__ = [
     "seg_bytes",
 ]
 
-SCHEMA = f"fimble-index/2 marshal{marshal.version} {sys.byteorder}".encode()
+SCHEMA = f"fimble-index/3 marshal{marshal.version} {sys.byteorder}".encode()
 DB_NAMES = (
-    "meta", "files", "paths", "defs", "names", "imports", "idents", "text", "blocks", "post", "segs",
+    "meta", "files", "paths", "defs", "names", "imports", "text", "blocks", "post", "segs",
     "skipped", "base", "mods",
 )  # fmt: skip
 DUPSORT = {"names": {"dupsort": True, "dupfixed": True}, "base": {"dupsort": True}}

@@ -68,7 +68,6 @@ class FileDoc:
     n_lines: int
     definitions: list[tuple]
     imports: list[tuple]
-    identifiers: bytes  # b"\n".join(sorted identifiers)
     blocks: list[tuple[int, int, int, int]]
     hashes: bytes  # postings as parallel arrays, see lexical.Lexical
     entry_blocks: bytes
@@ -191,12 +190,7 @@ def analyze_bytes(
             has_errors = found.has_errors
             definitions = list(map(tuple, found.definitions))
             imports = [(i.flavor, i.spec, i.names, i.line, i.wildcard) for i in found.imports]
-    lex = lexical.analyze(
-        data,
-        stride=config.stride,
-        block_bytes=config.block_bytes,
-        keywords=spec.keywords if spec is not None else frozenset(),
-    )
+    lex = lexical.analyze(data, stride=config.stride, block_bytes=config.block_bytes)
     module = None
     if rel.rsplit("/", 1)[-1] == "go.mod":
         match = _GO_MODULE.search(data)
@@ -211,7 +205,6 @@ def analyze_bytes(
         n_lines=lex.n_lines,
         definitions=definitions,
         imports=imports,
-        identifiers=b"\n".join(lex.identifiers),
         blocks=list(map(tuple, lex.blocks)),
         hashes=lex.hashes,
         entry_blocks=lex.entry_blocks,

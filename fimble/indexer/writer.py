@@ -140,7 +140,7 @@ def _purge(batch: _Batch, rel: str, rec: FileRecord) -> None:
                 txn.delete(name, cursor.key(), db=db["names"])
             if not cursor.delete():
                 break
-    for name in ("imports", "idents", "text", "blocks", "paths"):
+    for name in ("imports", "text", "blocks", "paths"):
         txn.delete(fid4, db=db[name])
     base, rel_b = _b(posixpath.basename(rel)), _b(rel)
     if len(base) <= MAX_KEY and len(rel_b) <= MAX_KEY:
@@ -194,8 +194,6 @@ def _put(batch: _Batch, doc: FileDoc, seg: int) -> int:
             names.put(name, key)
     if doc.imports:
         txn.put(fid4, dumps(doc.imports), db=db["imports"])
-    if doc.identifiers:
-        txn.put(fid4, doc.identifiers, db=db["idents"])
     txn.put(fid4, doc.data, db=db["text"], append=True)
     txn.put(fid4, dumps(doc.blocks), db=db["blocks"], append=True)
     base = _b(posixpath.basename(doc.rel))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from array import array
 
-from fimble.indexer.lexical import Block, analyze, query_terms, stopwords, term_hash
+from fimble.indexer.lexical import Block, analyze, identifiers, query_terms, stopwords, term_hash, words
 
 
 def _postings(lex) -> dict[int, list[tuple[int, int]]]:
@@ -51,8 +51,21 @@ def test_stopwords_and_single_letters_are_not_terms() -> None:
 
 
 def test_identifiers_keep_case_and_drop_keywords() -> None:
-    lex = analyze(b"def make(User, user): return self.name\n", keywords=frozenset({"def", "return", "self"}))
-    assert lex.identifiers == (b"User", b"make", b"name", b"user")
+    found = identifiers(b"def make(User, user): return self.name\n", frozenset({"def", "return", "self"}))
+    assert found == (b"User", b"make", b"name", b"user")
+
+
+def test_a_word_starts_with_a_letter_or_underscore() -> None:
+    assert words(b"x1 9abc 0x1F _y2 caf\xe9 \xffz") == [b"x1", b"_y2", b"caf", b"z"]
+    lex = analyze(b"9abc alpha0 0x1F\n")
+    assert set(_postings(lex)) == {term_hash(b"alpha0")}
+
+
+def test_numpy_ids_match_term_hash() -> None:
+    # analyze hashes 8 bytes at a time with numpy; term_hash (queries) must give the same ids
+    vocab = [b"ab", b"abcdefgh", b"abcdefghi", b"a" * 17, b"_" * 64, b"x" * 200, b"Zz9_" * 5]
+    lex = analyze(b" ".join(vocab) + b"\n")
+    assert set(_postings(lex)) == {term_hash(w) for w in vocab}
 
 
 def test_invalid_utf8_and_empty() -> None:
@@ -65,8 +78,9 @@ def test_term_hash_is_stable() -> None:
     # Stored ids must not depend on the process: these values are part of the on-disk format.
     assert term_hash(b"make_user") == term_hash(bytearray(b"make_user"))
     assert term_hash(b"a") != term_hash(b"b")
-    assert term_hash(b"make_user") == 0x907805C18D081553
-    assert term_hash(b"User") == 0x2DA17977914B35CF
+    assert term_hash(b"make_user") == 0x8B490443914C0000
+    assert term_hash(b"User") == 0xE702E86BB20E0000
+    assert term_hash(b"User") & 0xFFFF == 0  # the low 16 bits hold the block number when sorting
 
 
 def test_query_terms() -> None:

@@ -1,0 +1,164 @@
+"""BM25 terms of a file with numpy: no Python object is created per word.
+
+The bytes become a numpy array; every byte is classified with a lookup table, word boundaries are
+where the class changes, each word is hashed with whole 8-byte loads (the same value as
+``lexical.term_hash``), and one sort of ``term id | block`` keys yields every (term, block) pair with
+its count. Per file this is a few dozen numpy calls instead of a few Python operations per word: about
+a third of the CPU of a ``re.findall`` + ``Counter`` pass on CPython's stdlib.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from fimble.indexer.lexical import (
+    _C0,
+    _C1,
+    _C2,
+    _LOW,
+    _MASK64,
+    _MAX_BLOCKS,
+    Block,
+    Lexical,
+    stopwords,
+    term_hash,
+)
+
+__all__ = ["analyze"]
+
+
+@functools.cache
+def _stop_ids() -> np.ndarray:
+    return np.unique(np.fromiter(map(term_hash, stopwords()), np.uint64))
+
+
+# Byte classes: 0 separates words, 1 digit, 2 letter or "_".
+_CLASS = np.zeros(256, np.uint8)
+_CLASS[np.frombuffer(b"0123456789", np.uint8)] = 1
+_CLASS[np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_", np.uint8)] = 2
+_KEEP = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [_MASK64], np.uint64)  # low i bytes
+_NL = np.uint8(10)
+_U29, _U32 = np.uint64(29), np.uint64(32)
+_ID_MASK = np.uint64(_MASK64 & ~_LOW)
+
+
+def _blocks_python(data: bytes, stride: int, block_bytes: int, n_lines: int) -> list[Block]:
+    """Blocks of ``stride`` lines, at most ``block_bytes`` each unless one line is longer."""
+    lines = data.split(b"\n")
+    starts = [0]
+    for line in lines[: n_lines - 1]:
+        starts.append(starts[-1] + len(line) + 1)
+    starts.append(len(data))
+    blocks: list[Block] = []
+    line = 0
+    while line < n_lines:
+        end = min(line + stride, n_lines)
+        start_byte = starts[line]
+        if starts[end] - start_byte > block_bytes:
+            low, high = line + 1, end  # the last end whose block still fits (at least one line)
+            while low < high:
+                mid = (low + high + 1) // 2
+                if starts[mid] - start_byte <= block_bytes:
+                    low = mid
+                else:
+                    high = mid - 1
+            end = low
+        blocks.append(Block(line, end, start_byte, starts[end]))
+        line = end
+    return blocks
+
+
+def _blocks(data: bytes, codes: np.ndarray, stride: int, block_bytes: int) -> tuple[int, list[Block]]:
+    """Lines and blocks; the common case (no block over ``block_bytes``) without a Python loop."""
+    newlines = np.flatnonzero(codes == _NL)
+    n_nl = len(newlines)
+    n_lines = max(n_nl if data.endswith(b"\n") else n_nl + 1, 1)
+    stride = max(stride, -(-n_lines // _MAX_BLOCKS))
+    # line i starts after newline i-1; block starts are every stride-th line start
+    first_lines = np.arange(0, n_lines, stride)
+    starts = np.empty(len(first_lines) + 1, np.int64)
+    starts[0] = 0
+    starts[1:-1] = newlines[first_lines[1:] - 1] + 1
+    starts[-1] = len(data)
+    if len(starts) > 1 and int(np.diff(starts).max()) > block_bytes:
+        return n_lines, _blocks_python(data, stride, block_bytes, n_lines)
+    ends = np.minimum(first_lines + stride, n_lines)
+    bounds = zip(first_lines.tolist(), ends.tolist(), starts[:-1].tolist(), starts[1:].tolist(), strict=True)
+    return n_lines, list(map(Block._make, bounds))
+
+
+def _words(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[start, end) byte offsets of every word."""
+    cls = _CLASS[codes]
+    inside = cls != 0
+    edges = np.flatnonzero(inside[1:] != inside[:-1]) + 1
+    if len(inside) and inside[0]:
+        edges = np.concatenate(([0], edges))
+    if len(inside) and inside[-1]:
+        edges = np.concatenate((edges, [len(inside)]))
+    starts, ends = edges[0::2], edges[1::2]
+    keep = cls[starts] == 2  # a run that starts with a digit is a number, not a word
+    return starts[keep], ends[keep]
+
+
+def _hash(data: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """``term_hash`` of every word, eight bytes at a time."""
+    buf = np.frombuffer(data + bytes(8), np.uint8)
+    at = np.ndarray((len(data) + 1,), dtype="<u8", buffer=buf, strides=(1,))  # 8 bytes from each offset
+    length = ends - starts
+    with np.errstate(over="ignore"):
+        h = length.astype(np.uint64) * np.uint64(_C0)
+        h ^= at[starts] & _KEEP[np.minimum(length, 8)]
+        h *= np.uint64(_C1)
+        h ^= h >> _U29
+        longer = np.flatnonzero(length > 8)
+        k = 8
+        while len(longer):
+            rest = length[longer] - k
+            g = (h[longer] ^ (at[starts[longer] + k] & _KEEP[np.minimum(rest, 8)])) * np.uint64(_C1)
+            g ^= g >> _U29
+            h[longer] = g
+            longer = longer[rest > 8]
+            k += 8
+        h ^= h >> _U32
+        h *= np.uint64(_C2)
+        h ^= h >> _U29
+    return h & _ID_MASK
+
+
+def analyze(data: bytes, stride: int, block_bytes: int) -> Lexical:
+    """Blocks and postings of one file's bytes."""
+    codes = np.frombuffer(data, np.uint8)
+    n_lines, blocks = _blocks(data, codes, stride, block_bytes)
+    n_blocks = len(blocks)
+    starts, ends = _words(codes)
+    if not len(starts):
+        return Lexical(n_lines, tuple(blocks), b"", b"", b"", bytes(2 * n_blocks), 0)
+    keys = _hash(data, starts, ends)
+    if n_blocks > 1:
+        block_starts = np.fromiter((b.start_byte for b in blocks), np.int64, n_blocks)
+        keys |= (np.searchsorted(block_starts, starts, "right") - 1).astype(np.uint64)
+    keys.sort()
+    first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    tfs = np.diff(first, append=len(keys))
+    keys = keys[first]
+    ids = keys & _ID_MASK
+    stop = _stop_ids()
+    at = np.searchsorted(stop, ids)
+    at[at == len(stop)] = 0
+    live = stop[at] != ids
+    ids, keys, tfs = ids[live], keys[live], np.minimum(tfs[live], 0xFFFF)
+    entry_blocks = (keys & np.uint64(_LOW)).astype(np.uint16)
+    lengths = np.bincount(entry_blocks, weights=tfs, minlength=n_blocks)
+    lengths = np.minimum(lengths, 0xFFFF).astype(np.uint16)
+    return Lexical(
+        n_lines=n_lines,
+        blocks=tuple(blocks),
+        hashes=ids.tobytes(),
+        entry_blocks=entry_blocks.tobytes(),
+        tfs=tfs.astype(np.uint16).tobytes(),
+        block_lengths=lengths.tobytes(),
+        total_length=int(lengths.sum(dtype=np.int64)),
+    )
