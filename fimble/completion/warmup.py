@@ -28,7 +28,7 @@ from fimble.errors import Cancelled
 if TYPE_CHECKING:
     from fimble.completion.engine import Engine, Generation
 
-__all__ = ["SpeedMeter", "Warmer", "WarmupConfig", "configure", "current_config"]
+__all__ = ["SpeedMeter", "Warmer", "WarmupConfig", "configure", "current_config", "describe"]
 
 log = logging.getLogger(__name__)
 
@@ -196,6 +196,30 @@ class Warmer:
                 engine.save_state(min(target.head, end))
             return False
         return True
+
+
+def describe(engine: object) -> dict[str, object]:
+    """The KV state store and warm-up numbers of ``engine`` for `fimble.status` (empty: none)."""
+    out: dict[str, object] = {}
+    store, warmer = getattr(engine, "store", None), getattr(engine, "warmer", None)
+    if store is not None:
+        out.update(
+            kv_state_dir=str(store.root),
+            kv_states=len(store.entries()),
+            kv_state_bytes=store.total_bytes,
+            kv_state_write_errors=store.errors,
+        )
+    if warmer is not None:
+        out.update(
+            tokens_restored=getattr(engine, "tokens_restored", 0),
+            last_restore=getattr(engine, "last_restore", {}),
+            small_first_prompts=warmer.first_prompts,
+            tokens_warmed=warmer.warmed_tokens,
+            warming=warmer.pending,
+            prompt_tokens_per_s=round(warmer.speed.prompt_tps, 1),
+            ms_per_generated_token=round(warmer.speed.ms_per_token, 1),
+        )
+    return out
 
 
 def _apply_store_setting(engine: Engine, config: WarmupConfig) -> None:

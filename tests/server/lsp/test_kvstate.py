@@ -89,9 +89,11 @@ async def test_a_restarted_server_reads_the_files_prompt_back(tmp_path: Path) ->
         open_doc(second, uri, text)
         line2, col2 = _cursor(text, line + 1)  # the next line: not an answer the caches could hold
         await second.text_document_inline_completion_async(inline_params(uri, line2, col2))
-        after = (await status(second))["last"]["engine"]
+        st = await status(second)
+        after, model = st["last"]["engine"], st["model"]
     finally:
         await stop(second)
     assert after["prompt_tokens"] > 300
     assert after["tokens_evaluated"] < 150  # the new line, the suffix, the middle token
     assert after["tokens_reused"] >= after["prompt_tokens"] - 150
+    assert model["tokens_restored"] > 300 and model["kv_states"] >= 1  # read back from disk

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from fimble.completion import warmup
 from fimble.errors import FimbleError
 from fimble.server.lsp.progress import WorkDone
 
@@ -38,6 +39,7 @@ def _model_status(ls: FimbleServer) -> dict[str, Any]:
             n_ctx=engine.n_ctx,
             tokens_shifted=engine.tokens_shifted,
         )
+        out.update(warmup.describe(engine))
     return out
 
 
