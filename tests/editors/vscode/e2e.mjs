@@ -114,7 +114,7 @@ function setUp(root) {
   fs.writeFileSync(path.join(userData, 'User', 'settings.json'), JSON.stringify(settings, null, 2));
   const config = path.join(root, 'code-server.yaml');
   fs.writeFileSync(config, 'auth: none\n');
-  return { ws, userData, extensions, home, config };
+  return { root, ws, userData, extensions, home, config };
 }
 
 function codeServerEnv(dirs) {
@@ -122,6 +122,9 @@ function codeServerEnv(dirs) {
     ...process.env,
     PATH: `${path.dirname(NODE)}:${process.env.PATH}`,
     FIMBLE_HOME: dirs.home,
+    // code-server's own logs and heartbeat stay in the test's directory, not in ~/.local/share.
+    XDG_DATA_HOME: path.join(dirs.root, 'xdg-data'),
+    XDG_CONFIG_HOME: path.join(dirs.root, 'xdg-config'),
     // No extension gallery: nothing to query on a closed network.
     EXTENSIONS_GALLERY: JSON.stringify({ serviceUrl: '', itemUrl: '', resourceUrlTemplate: '' }),
   };
