@@ -1,5 +1,7 @@
 -- fimble: offline code completion from a local model (`fimble serve`), for Neovim 0.11+.
--- Copy into your config (e.g. ~/.config/nvim/plugin/fimble.lua). Needs `fimble` on $PATH.
+-- The one-file setup: copy into your config (e.g. ~/.config/nvim/plugin/fimble.lua). Needs `fimble`
+-- on $PATH. Ghost text on 0.12; on 0.11 a completion item. For ghost text on 0.10/0.11, accept
+-- word/line and :Fimble, install the plugin in this folder instead (lua/fimble, :help fimble).
 vim.lsp.config('fimble', {
   cmd = { 'fimble', 'serve' },
   filetypes = { 'python', 'javascript', 'typescript', 'go', 'rust', 'java', 'c', 'cpp' },
