@@ -164,6 +164,10 @@ class Suggester:
         timeline["engine"] = _engine_stats(result) if result is not None else dict(self.completer.last)
         if result is not None:  # what `fimble explain` shows, for `fimble.status`
             timeline["explain"] = explanation(result)
+        if result is not None and not self._newest(query.key, seq):
+            # A newer keystroke waits on the same generation (adopted); this answer is stale.
+            timeline["outcome"] = "superseded"
+            return None
         return self._interpret(result, job, received, timeline)
 
     async def _await(

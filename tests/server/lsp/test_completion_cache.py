@@ -1,0 +1,53 @@
+"""The completion cache through the real server: a request repeated after a restart needs no model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.server.lsp.conftest import (
+    MODEL_OPTIONS,
+    env,
+    inline_params,
+    insert_texts,
+    model_path,
+    open_doc,
+    start,
+    status,
+    stop,
+    wait_model,
+)
+
+pytestmark = [pytest.mark.model, pytest.mark.asyncio]
+
+TEXT = "def mean(xs):\n    total = sum(xs)\n    return \n"
+LINE, COL = 2, len("    return ")
+
+
+async def _complete_once(home: Path, workspace: Path) -> tuple[list[str], dict[str, object]]:
+    client = await start(["-m", model_path()], env(home), options=MODEL_OPTIONS)
+    try:
+        assert (await wait_model(client))["model"]["state"] == "ready"
+        uri = (workspace / "stats.py").as_uri()
+        open_doc(client, uri, TEXT)
+        texts = insert_texts(
+            await client.text_document_inline_completion_async(inline_params(uri, LINE, COL))
+        )
+        return texts, await status(client)
+    finally:
+        await stop(client)
+
+
+async def test_a_request_repeated_after_a_restart_is_answered_from_the_disk_cache(tmp_path: Path) -> None:
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    first, st = await _complete_once(home, workspace)
+    assert first and first[0].strip(), st["last"]
+    assert st["last"]["engine"]["stop_reason"] != "cached"  # type: ignore[index]
+    assert st["last"]["engine"]["tokens_evaluated"] > 0  # type: ignore[index]
+    again, st = await _complete_once(home, workspace)
+    assert again == first
+    assert st["last"]["engine"]["stop_reason"] == "cached", st["last"]  # type: ignore[index]
+    assert st["last"]["engine"]["tokens_evaluated"] == 0  # type: ignore[index]
+    assert st["requests"]["cache_hits"] == 1 and st["requests"]["completed"] == 0  # type: ignore[index]
+    assert (home / "completions" / "data.mdb").exists()
