@@ -139,7 +139,9 @@ def _pct(x: float | None) -> str:
 
 def _bars(title: str, series: dict[str, list[float | None]], labels: Sequence[str], unit: str = "%") -> str:
     """A grouped bar chart: one group per label, one bar per series (condition)."""
-    width, height, left, top, bottom = 640, 240, 48, 28, 40
+    width, left, top = 640, 48, 28
+    bottom = 30 + 16 * len(series)  # axis labels, then one legend row per series
+    height = 200 + bottom
     values = [v for vs in series.values() for v in vs if v is not None]
     vmax = (1.0 if unit == "%" else max(values, default=1.0) * 1.1) or 1.0
     plot_w, plot_h = width - left - 10, height - top - bottom
@@ -172,18 +174,26 @@ def _bars(title: str, series: dict[str, list[float | None]], labels: Sequence[st
                 f'<rect x="{x:.1f}" y="{top + plot_h - h:.1f}" width="{bar_w - 2:.1f}" height="{h:.1f}" '
                 f'fill="{_PALETTE[si % len(_PALETTE)]}"><title>{html.escape(name)}: {shown}</title></rect>'
             )
-    legend_y = height - 8
-    for si, name in enumerate(series):
-        x = left + si * 160
-        out.append(f'<rect x="{x}" y="{legend_y - 9}" width="10" height="10" fill="{_PALETTE[si % 8]}"/>')
-        out.append(f'<text x="{x + 14}" y="{legend_y}" class="a">{html.escape(name)}</text>')
+    out += _legend(list(series), height - bottom + 34)
     out.append("</svg>")
     return "\n".join(out)
 
 
+def _legend(names: Sequence[str], y: float, x: float = 48) -> list[str]:
+    """One row per series: a colour swatch and its name."""
+    out = []
+    for si, name in enumerate(names):
+        row = y + 16 * si
+        out.append(f'<rect x="{x}" y="{row - 9:.0f}" width="10" height="10" fill="{_PALETTE[si % 8]}"/>')
+        out.append(f'<text x="{x + 14}" y="{row:.0f}" class="a">{html.escape(name)}</text>')
+    return out
+
+
 def _scatter(rows: Sequence[dict[str, Any]], conds: Sequence[str]) -> str:
     """Latency against tokens evaluated, one dot per completion: the cost model at a glance."""
-    width, height, left, top, bottom = 640, 260, 56, 28, 40
+    width, left, top = 640, 56, 28
+    bottom = 30 + 16 * len(conds)
+    height = 220 + bottom
     xs = [r["tokens_evaluated"] for r in rows] or [1]
     ys = [r["latency_ms"] for r in rows] or [1]
     xmax, ymax = max(xs) * 1.05 or 1, max(ys) * 1.05 or 1
@@ -204,10 +214,7 @@ def _scatter(rows: Sequence[dict[str, Any]], conds: Sequence[str]) -> str:
             f"<title>{html.escape(r['id'])}: {r['tokens_evaluated']} tokens, {r['latency_ms']:.0f} ms</title>"
             "</circle>"
         )
-    for si, name in enumerate(conds):
-        x = left + si * 160
-        out.append(f'<rect x="{x}" y="{height - 17}" width="10" height="10" fill="{_PALETTE[si % 8]}"/>')
-        out.append(f'<text x="{x + 14}" y="{height - 8}" class="a">{html.escape(name)}</text>')
+    out += _legend(list(conds), top + ph + 34)
     out.append("</svg>")
     return "\n".join(out)
 
