@@ -105,6 +105,9 @@ class SharedCompleter:
     def submit_tokens(self, *args: Any, **kwargs: Any) -> Job[Any]:
         return self._current.submit_tokens(*args, **kwargs)
 
+    def detach(self, job: Job[Any]) -> bool:
+        return self._current.detach(job)
+
     def cancel(self, job: Job[Any]) -> None:
         """Cancel a job on whichever worker runs it (the current one, or a closing one)."""
         self._current.cancel(job)
