@@ -381,6 +381,19 @@ class Completer:
         if job is not None and not job.future.done():
             self.worker.cancel(job)
 
+    def detach(self, job: Job[Any]) -> bool:
+        """The caller of ``job`` stops waiting (its deadline passed) while the model is still reading
+        the prompt: let the generation run on instead of aborting it. Aborting would drop the batch
+        under way (up to 512 tokens, ~5 s of a 1.5B model on two cores), so on a long first prompt
+        each keystroke would start over and none would ever be answered; run on, it fills the KV
+        cache, the type-ahead and the completion cache, and the next keystroke waits for it
+        (adoption). Returns False when text was produced (the caller keeps its whole lines)."""
+        with self._lock:
+            for flight in self._flights.values():
+                if any(t is job.cancel for t in flight.waiters):
+                    return flight.running and not flight.finished and not flight.produced
+        return False
+
     def cancel(self, job: Job[Any], reason: str = "cancelled") -> None:
         """Cancel a job for its caller (a generation others wait on goes on until they cancel too)."""
         job.cancel.cancel(reason)

@@ -197,6 +197,12 @@ class Suggester:
                 return await asyncio.wait_for(asyncio.shield(mirror), max(0.0, deadline - time.monotonic()))
             except TimeoutError:
                 timeline["deadline_hit"] = True
+                detach = getattr(self.completer, "detach", None)
+                if detach is not None and detach(job):
+                    # Still reading the prompt: nothing to show yet, but the evaluation goes on, so
+                    # the next keystroke (which waits for it) is not back at the start.
+                    timeline["outcome"] = "deadline_prompt"
+                    return None
                 job.cancel.cancel("deadline")
                 return await mirror
         except asyncio.CancelledError:

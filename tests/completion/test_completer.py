@@ -241,3 +241,19 @@ def test_prefetch_yields_to_any_request() -> None:
     assert job.future.result(5).text == "zz"
     assert completer.stats().prefetched == 0
     completer.close()
+
+
+def test_a_caller_may_stop_waiting_while_the_prompt_is_read_without_aborting_it() -> None:
+    engine = StreamingEngine("append(x)")
+    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    first = completer.submit(request("xs."), key="doc")
+    _wait(lambda: "doc" in completer._flights and completer._flights["doc"].running)
+    assert completer.detach(first)  # nothing produced yet: runs on
+    later = completer.submit(request("xs.a"), key="doc")  # the next keystroke waits for it
+    engine.step.release(1)
+    _wait(lambda: completer._flights["doc"].produced == "a")
+    assert not completer.detach(later)  # text produced: the caller takes its whole lines instead
+    engine.step.release(100)
+    assert later.future.result(5).text == "ppend(x)" and engine.calls == 1
+    assert not first.cancel.cancelled
+    completer.close()

@@ -134,6 +134,15 @@ async def test_deadline_returns_the_whole_lines_generated_so_far() -> None:
     assert suggestion.text == "x = 1\n    y = 2"
 
 
+async def test_a_deadline_while_the_prompt_is_read_lets_the_evaluation_run_on() -> None:
+    stub = StubCompleter()
+    stub.detach = lambda job: True  # type: ignore[attr-defined]
+    s = _suggester(stub)
+    assert await s.suggest(Query("u", "x = ", 4), Settings(deadline_ms=50)) is None
+    assert not stub.jobs[0][1].cancel.cancelled  # not aborted: the next keystroke waits for it
+    assert s.last["outcome"] == "deadline_prompt"
+
+
 async def test_deadline_with_no_whole_line_is_empty() -> None:
     stub = StubCompleter()
     s = _suggester(stub)
