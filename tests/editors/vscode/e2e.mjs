@@ -167,8 +167,9 @@ async function main() {
 
     await openFile(page, WORKSPACE_FILE);
     mark('file_open');
-    await page.locator('[aria-label="fimble ready"]').first().waitFor({ timeout: READY_TIMEOUT });
+    result.states = await waitReady(page);
     mark('fimble_ready');
+    log(`status bar went through ${JSON.stringify(result.states)}`);
 
     // Cursor at the end of "    return", then type: the suggestion completes the expression.
     await goToLine(page, LINE);
@@ -245,6 +246,21 @@ async function openFile(page, name) {
   await row.click();
   await page.locator(`.tab[aria-label^="${name}"]`).first().waitFor({ timeout: 30_000 });
   await page.locator('.monaco-editor .view-lines').first().click();
+}
+
+// Waits for the status bar item to say "fimble ready"; returns the states it showed on the way.
+async function waitReady(page) {
+  const item = page.locator('.part.statusbar [aria-label^="fimble "]').first();
+  const seen = [];
+  const end = Date.now() + READY_TIMEOUT;
+  while (Date.now() < end) {
+    const label = await item.getAttribute('aria-label', { timeout: 1000 }).catch(() => null);
+    const state = label && label.split(':')[0];
+    if (state && seen[seen.length - 1] !== state) seen.push(state);
+    if (state === 'fimble ready') return seen;
+    await page.waitForTimeout(100);
+  }
+  throw new Error(`the status bar did not say "fimble ready" within ${READY_TIMEOUT} ms (it said ${JSON.stringify(seen)})`);
 }
 
 async function goToLine(page, line) {

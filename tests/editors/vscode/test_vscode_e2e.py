@@ -68,6 +68,7 @@ def test_ghost_text_from_fimble_is_accepted_with_tab() -> None:
     stderr = proc.stderr[-4000:]
     assert result["ok"], f"{result.get('error')}\n--- stderr ---\n{stderr}\nartifacts: {ARTIFACTS}"
 
+    assert result["states"][-1] == "fimble ready"  # e.g. starting -> loading -> ready
     ghost = result["ghost"]
     assert ghost.strip(), "the ghost text was empty"
     # Tab inserted exactly what was shown
