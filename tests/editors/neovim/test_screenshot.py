@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.editors.neovim.conftest import PLUGIN, REPO, editor_env, nvim_path, project
-from tests.model_paths import SMALL, model_path
+from tests.model_paths import DEFAULT, model_path
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -30,17 +30,18 @@ def test_screenshot_of_ghost_text_in_the_terminal(tmp_path: Path) -> None:
     from tests.editors.neovim.tui import Terminal, render_png
 
     source = project(tmp_path / "project")
+    source.write_text(source.read_text().replace("dates.\n", "dates.append(dt.date(year, month, day))\n"))
     ready, shown = tmp_path / "ready", tmp_path / "shown"
     env = editor_env(
         tmp_path,
         TERM="xterm-256color",
         COLORTERM="truecolor",
         FIMBLE_PLUGIN=str(PLUGIN),
-        FIMBLE_SETUP=json.dumps({"settings": {"maxTokens": 40, "deadlineMs": 120_000}}),
+        FIMBLE_SETUP=json.dumps({"settings": {"maxTokens": 64, "deadlineMs": 120_000}}),
         FIMBLE_FILE=str(source),
         FIMBLE_READY=str(ready),
         FIMBLE_SHOWN=str(shown),
-        FIMBLE_MODEL=str(model_path(SMALL)),
+        FIMBLE_MODEL=str(model_path(DEFAULT)),  # the default model: the picture shows what users get
     )
     term = Terminal(
         [nvim_path(), "-i", "NONE", "-u", str(INIT)], columns=COLUMNS, lines=LINES, env=env, cwd=source.parent

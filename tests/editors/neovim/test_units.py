@@ -40,6 +40,9 @@ def test_plugin_units(tmp_path: Path) -> None:
         "abc": "abc",
         "  \n  z": "  \n  z",
     }
+    # "é" is two bytes, one UTF-16 unit: the range's character 14 is byte 15, where "foo" starts.
+    n = len('    s = "é" + foo'.encode())
+    assert data["shown"] == [["bar()", n], ["_bar()", n], [], []], data["shown"]
     # Neovim 0.11: the plugin draws the ghost text and says so to the server, which then does not
     # offer the same suggestion again as a completion item.
     assert data["mode"] == "plugin" and data["command"] is True

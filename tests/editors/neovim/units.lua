@@ -2,7 +2,7 @@
 local plugin, out = arg[1], arg[2]
 vim.opt.runtimepath:prepend(plugin)
 vim.cmd('runtime plugin/fimble.lua')
-local ghost = require('fimble.ghost')
+local ghost = require('fimble.text')
 local results = {
   next_word = {},
   next_line = {},
@@ -13,6 +13,17 @@ end
 for _, text in ipairs({ 'abc\ndef', '\n    x = 1\n    y', 'abc', '  \n  z' }) do
   table.insert(results.next_line, { text, ghost.next_line(text) })
 end
+-- What is shown for an item: its text minus what its range already covers before the cursor.
+local function pos(line, character)
+  return { line = line, character = character }
+end
+local line = '    s = "é" + foo'
+results.shown = {
+  { ghost.shown_text({ insertText = 'bar()' }, line, #line, 3, 'utf-16') },
+  { ghost.shown_text({ insertText = 'foo_bar()', range = { start = pos(3, 14), ['end'] = pos(3, 17) } }, line, #line, 3, 'utf-16') },
+  { ghost.shown_text({ insertText = 'fox()', range = { start = pos(3, 14), ['end'] = pos(3, 17) } }, line, #line, 3, 'utf-16') },
+  { ghost.shown_text({ insertText = 'x', range = { start = pos(2, 0), ['end'] = pos(3, 17) } }, line, #line, 3, 'utf-16') },
+}
 local fimble = require('fimble')
 fimble.setup({ cmd = { 'fimble-not-installed' }, keymaps = { accept_word = false } })
 results.mode = fimble.mode()

@@ -10,6 +10,7 @@ local M = {}
 local api = vim.api
 local ns = api.nvim_create_namespace('fimble')
 local has_011 = vim.fn.has('nvim-0.11') == 1
+local text_of = require('fimble.text')
 
 ---@class fimble.Suggestion
 ---@field row integer 0-based line of the cursor when shown
@@ -63,16 +64,6 @@ local function cancel_request(client, id)
     return client:cancel_request(id)
   end
   return client.cancel_request(id)
-end
-
-local function byte_col(line, character, encoding)
-  if encoding == 'utf-8' then
-    return math.min(character, #line)
-  end
-  if has_011 then
-    return vim.str_byteindex(line, encoding, character, false)
-  end
-  return vim.lsp.util._str_byteindex_enc(line, character, encoding)
 end
 
 local function in_insert(buf)
@@ -146,27 +137,6 @@ local function cancel(buf)
   state.request_id = nil
 end
 
---- The text to show for an item: its insertText without what is already typed before the cursor
---- (the item's range may start before it), or nil when the item does not fit the line.
-local function shown_text(item, line, col, row, encoding)
-  local text = type(item.insertText) == 'table' and item.insertText.value or item.insertText or ''
-  local end_col = col
-  if item.range then
-    local start, stop = item.range.start, item.range['end']
-    if start.line ~= row or stop.line ~= row then
-      return nil
-    end
-    local start_col = byte_col(line, start.character, encoding)
-    end_col = math.max(col, byte_col(line, stop.character, encoding))
-    local typed = line:sub(start_col + 1, col)
-    if start_col > col or text:sub(1, #typed) ~= typed then
-      return nil
-    end
-    text = text:sub(#typed + 1)
-  end
-  return text, end_col
-end
-
 local function on_response(buf, id, tick, row, col, encoding)
   return function(err, result)
     local state = buffers[buf]
@@ -187,7 +157,7 @@ local function on_response(buf, id, tick, row, col, encoding)
       return
     end
     local line = current_line(buf, row)
-    local text, end_col = shown_text(item, line, col, row, encoding)
+    local text, end_col = text_of.shown_text(item, line, col, row, encoding)
     if not text or text == '' then
       return
     end
@@ -297,26 +267,6 @@ function M.visible(buf)
   return state ~= nil and state.suggestion ~= nil and state.suggestion.text ~= ''
 end
 
---- The part of ``text`` that accept-word takes: leading blanks and newlines, then one word (or one
---- run of punctuation).
-function M.next_word(text)
-  return text:match('^%s*[%w_]+') or text:match('^%s*[^%w_%s]+') or text
-end
-
---- The part accept-line takes: the rest of the current line, or the next line when the suggestion
---- starts a new one.
-function M.next_line(text)
-  local nl = text:find('\n', 1, true)
-  if not nl then
-    return text
-  end
-  if text:sub(1, nl - 1):match('^%s*$') then
-    local nl2 = text:find('\n', nl + 1, true)
-    return nl2 and text:sub(1, nl2 - 1) or text
-  end
-  return text:sub(1, nl - 1)
-end
-
 --- Insert the suggestion, or its next word or line ('all' | 'word' | 'line'); true if it did.
 function M.accept(buf, what)
   buf = bufnr(buf)
@@ -325,7 +275,7 @@ function M.accept(buf, what)
   if not s then
     return false
   end
-  local part = what == 'word' and M.next_word(s.text) or what == 'line' and M.next_line(s.text) or s.text
+  local part = what == 'word' and text_of.next_word(s.text) or what == 'line' and text_of.next_line(s.text) or s.text
   local rest = s.text:sub(#part + 1)
   local lines = vim.split(part, '\n', { plain = true })
   local end_col = rest == '' and s.end_col or s.col
@@ -415,7 +365,7 @@ function M.attach(client, buf, cfg)
     group = group,
     buffer = buf,
     callback = function(args)
-      if args.data and args.data.client_id == buffers[buf].client_id then
+      if args.data and buffers[buf] and args.data.client_id == buffers[buf].client_id then
         M.detach(buf)
       end
     end,
