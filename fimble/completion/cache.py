@@ -304,6 +304,10 @@ class CompletionCache:
 
     def _write_batch(self, disk: _Disk, work: list[tuple[str, bytes, bytes]]) -> None:
         with disk.env.begin(write=True) as txn:
+            # Another server process may share the file: take sequence and count from it, not memory.
+            last = txn.cursor(db=disk.order)
+            disk.seq = _SEQ.unpack(last.key())[0] if last.last() else 0
+            disk.count = txn.stat(disk.entries)["entries"]
             for op, key, payload in work:
                 old = txn.get(key, db=disk.entries)
                 if op == "touch":

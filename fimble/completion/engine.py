@@ -517,6 +517,9 @@ class Engine:
         )
 
     def close(self) -> None:
+        if (store := getattr(self, "store", None)) is not None:
+            store.close()  # states queued for writing reach the disk
+            self.store = None
         if getattr(self, "_ctx", None):
             self._ll.llama_batch_free(self._batch)
             self._ll.llama_free(self._ctx)

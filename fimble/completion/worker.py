@@ -210,5 +210,7 @@ class EngineWorker:
                 job.cancel.cancel("shutdown")
             if self._running is not None:
                 self._running.cancel.cancel("shutdown")
+            if self._idle_cancel is not None:
+                self._idle_cancel.cancel("shutdown")
             self._cond.notify_all()
         self._thread.join(timeout)

@@ -131,3 +131,29 @@ def test_sizes_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("FIMBLE_COMPLETION_CACHE_ENTRIES", "nope")
     config = CacheConfig.from_env()
     assert config.disk_mb == 8 and config.disk_entries == CacheConfig().disk_entries
+
+
+def test_two_processes_sharing_the_file_keep_one_order(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    other = (
+        "from pathlib import Path\n"
+        "from fimble.completion.cache import CacheConfig, Cached, CompletionCache, request_key\n"
+        f"c = CompletionCache(CacheConfig(path=Path({str(tmp_path / 'c')!r}), disk_entries=4))\n"
+        "for i in range(0, 8, 2):\n"
+        "    c.put(request_key('m', [str(i)]), Cached(str(i), False))\n"
+        "c.flush()\n"
+        "c.close()\n"
+    )
+    a = _cache(tmp_path / "c", disk_entries=4, memory_entries=1)
+    for i in range(1, 8, 2):
+        a.put(request_key("m", [str(i)]), Cached(str(i), False))
+    a.flush()
+    subprocess.run([sys.executable, "-c", other], check=True)
+    a.put(request_key("m", ["8"]), Cached("8", False))
+    a.flush()
+    assert a.stats().disk_entries == 4
+    assert a.get(request_key("m", ["8"])) is not None and a.get(request_key("m", ["6"])) is not None
+    assert a.get(request_key("m", ["1"])) is None
+    a.close()
