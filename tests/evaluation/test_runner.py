@@ -1,0 +1,67 @@
+"""Preparing samples on a real index (tree-sitter, LMDB): the masked line is hidden from retrieval
+while its context is gathered, cross-file lines are marked, and every file is restored afterwards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fimble.evaluation.runner import EvalConfig, open_index, prepare
+from fimble.evaluation.sources import source_files
+
+SHAPES = '''def rectangle_area(width, height):
+    return width * height
+
+
+def circle_area(radius):
+    return 3.14159 * radius * radius
+'''
+
+APP = '''from shapes import circle_area, rectangle_area
+
+
+def house(width, height, radius):
+    walls = rectangle_area(width, height)
+    window = circle_area(radius)
+    return walls - window
+'''
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("FIMBLE_HOME", str(tmp_path / "home"))
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "shapes.py").write_text(SHAPES)
+    (root / "app.py").write_text(APP)
+    return root
+
+
+def test_prepare_hides_the_line_marks_cross_file_and_restores(repo: Path) -> None:
+    files = source_files(repo)
+    index = open_index(repo)
+    try:
+        prepared = prepare(index, files, EvalConfig(samples=8, seed=0, cross_share=0.5))
+        assert prepared
+        cross = [p for p in prepared if p.sample.cross_file]
+        assert cross and all(p.sample.path == "app.py" for p in cross)
+        for p in prepared:
+            s = p.sample
+            assert s.truth not in p.text.split("\n")[s.line]
+            assert p.text[: p.offset].endswith(dict(files)[s.path].split("\n")[s.line][: s.column])
+            for path, _text, reason in p.chunks:
+                assert reason and path != s.path
+        # while the import line is masked, the index does not see that import
+        masked_import = [p for p in prepared if p.sample.path == "app.py" and p.sample.line == 0]
+        assert masked_import
+        for p in masked_import:
+            assert not any(reason.startswith("imported") for _, _, reason in p.chunks)
+        others = [p for p in prepared if p.sample.path == "app.py" and p.sample.line > 1]
+        assert any(reason.startswith("imported") for p in others for _, _, reason in p.chunks)
+        # restored: the index sees the files as they are on disk again
+        assert [d.name for d in index.file_outline("app.py")] == ["house"]
+        assert [d.name for d in index.file_outline("shapes.py")] == ["rectangle_area", "circle_area"]
+        assert {i.names for i in index.imports_of("app.py")} == {("circle_area", "rectangle_area")}
+    finally:
+        index.close()
