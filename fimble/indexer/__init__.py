@@ -17,20 +17,29 @@ Modules: ``walker``/``ignore`` find files, ``worker`` analyses one (``parse`` = 
 queries in ``queries/*.scm``, ``lexical`` = windows and terms), ``writer`` stores it in one transaction
 (``store``/``records`` = LMDB layout), ``build`` runs a full pass, ``updater`` is the writer thread and
 ``watch`` feeds it; ``reader``/``resolve``/``bm25`` answer queries. Nothing here touches the network.
+
+The names below are imported on first use: a parsing pool process imports ``fimble.indexer.worker``,
+and with it this package, and needs none of the store and query modules.
 """
 
-from fimble.indexer.config import IndexConfig
-from fimble.indexer.index import WorkspaceIndex
-from fimble.indexer.types import (
-    Definition,
-    Import,
-    IndexStats,
-    PassReport,
-    Progress,
-    Snippet,
-    Span,
-    SymbolsNear,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fimble.indexer.config import IndexConfig
+    from fimble.indexer.index import WorkspaceIndex
+    from fimble.indexer.types import (
+        Definition,
+        Import,
+        IndexStats,
+        PassReport,
+        Progress,
+        Snippet,
+        Span,
+        SymbolsNear,
+    )
 
 __all__ = [
     "Definition",
@@ -44,3 +53,13 @@ __all__ = [
     "SymbolsNear",
     "WorkspaceIndex",
 ]
+
+_HOME = {"IndexConfig": "config", "WorkspaceIndex": "index"}
+
+
+def __getattr__(name: str) -> object:
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"fimble.indexer.{_HOME.get(name, 'types')}"), name)
+    globals()[name] = value
+    return value

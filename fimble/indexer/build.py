@@ -38,7 +38,7 @@ from fimble.indexer.worker import (
     analyze_path,
     init_worker,
 )
-from fimble.indexer.writer import Op, apply_batch, mark_ready
+from fimble.indexer.writer import Op, apply_batch
 
 __all__ = ["ProgressFn", "run_pass", "worker_config"]
 
@@ -47,6 +47,9 @@ log = logging.getLogger(__name__)
 ProgressFn = Callable[[Progress], None]
 _GROUP_FILES = 32
 _GROUP_BYTES = 768 * 1024
+# Groups queued per worker: enough that the workers keep parsing while this thread commits a batch
+# (and waits for the disk), few enough that results never pile up in memory.
+_INFLIGHT_PER_WORKER = 4
 
 
 def worker_config(config: IndexConfig) -> WorkerConfig:
@@ -101,9 +104,9 @@ class _Committer:
         ):
             self.flush()
 
-    def flush(self) -> None:
-        if self.ops:
-            apply_batch(self.store, self.ops)
+    def flush(self, *, ready: bool = False) -> None:
+        if self.ops or ready:
+            apply_batch(self.store, self.ops, ready=ready)
             self.ops = []
         self.pending_bytes = 0
         self.started = time.monotonic()
@@ -139,9 +142,7 @@ def run_pass(
         if use_pool
         else _analyze_here(tasks, todo, config, committer, gate, stop, tracker)
     )
-    committer.flush()
-    if finished and not stop.is_set():
-        mark_ready(store)
+    committer.flush(ready=finished and not stop.is_set())
     return PassReport(
         scanned=len(entries),
         parsed=committer.parsed,
@@ -238,7 +239,7 @@ def _analyze_pooled(
     next_group = 0
     try:
         while next_group < len(groups) or inflight:
-            while next_group < len(groups) and len(inflight) < 2 * config.workers:
+            while next_group < len(groups) and len(inflight) < _INFLIGHT_PER_WORKER * config.workers:
                 if stop.is_set() or not _yield_to_completions(committer, gate, stop):
                     break
                 group = groups[next_group]

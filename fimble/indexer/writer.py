@@ -68,9 +68,12 @@ class _Batch:
             self.txn.put(b"dead", old + np.asarray(self.dead, np.uint32).tobytes(), db=meta)
 
 
-def apply_batch(store: Store, ops: list[Op]) -> None:
-    """Store ``ops`` (new contents, stat touches, skips, removals) atomically."""
+def apply_batch(store: Store, ops: list[Op], *, ready: bool = False) -> None:
+    """Store ``ops`` (new contents, stat touches, skips, removals) atomically; with ``ready``, also
+    mark the index built in the same transaction (a pass's last batch: one commit, one sync less)."""
     if not ops:
+        if ready:
+            mark_ready(store)
         return
     has_postings = any(isinstance(op, FileDoc) and op.hashes for op in ops)
 
@@ -100,12 +103,18 @@ def apply_batch(store: Store, ops: list[Op]) -> None:
             txn.cursor(db=store.db["post"]).putmulti(items)
             txn.put(seg_bytes(seg), dumps((len(posted), len(cols))), db=store.db["segs"])
         batch.finish()
+        if ready:
+            _put_ready(txn, store.db)
 
     store.write(_apply)
 
 
 def mark_ready(store: Store) -> None:
-    store.write(lambda txn: txn.put(b"ready", dumps((True, time.time())), db=store.db["meta"]))
+    store.write(lambda txn: _put_ready(txn, store.db))
+
+
+def _put_ready(txn: lmdb.Transaction, db: dict) -> None:
+    txn.put(b"ready", dumps((True, time.time())), db=db["meta"])
 
 
 def _record(batch: _Batch, rel_b: bytes) -> FileRecord | None:
