@@ -66,8 +66,9 @@ def trim_suffix_lines(text: str, suffix: str) -> str:
     The suffix-repeat stop catches a repeated line once it is complete; a generation cut by the
     token limit may end in the middle of one, or in lines the stop saw only as a whole.
     """
-    after = [line.strip() for line in suffix.split("\n")[1:] if line.strip()]
     lines = text.split("\n")
+    head = suffix.split("\n", 2 * len(lines) + 2)[1 : 2 * len(lines) + 1]  # not the whole rest of the file
+    after = [line.strip() for line in head if line.strip()]
     for k in range(min(len(lines) - 1, len(after)), 0, -1):
         tail = [line.strip() for line in lines[-k:]]
         if all(tail) and tail == after[:k] and any(ch.isalnum() for ch in "".join(tail)):

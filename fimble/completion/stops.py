@@ -7,6 +7,7 @@ the cursor, returning ``(reason, keep)`` — stop, keeping ``text[:keep]`` — o
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -37,13 +38,19 @@ class StopContext:
     string_quote: str = ""  # closing delimiter of the string the cursor is in, already in the suffix
     block_indent: int | None = None  # lines indented less leave the cursor's block (None: its line's)
 
-    @property
+    @functools.cached_property
     def suffix_first_line(self) -> str:
-        """The first non-blank line after the cursor's line, stripped (what the model must not repeat)."""
-        _, _, after = self.suffix.partition("\n")
-        for line in after.splitlines():
-            if line.strip():
-                return line.strip()
+        """The first non-blank line after the cursor's line, stripped (what the model must not repeat).
+
+        Cached: the rules ask after every token, and the suffix is the whole rest of the document.
+        """
+        start = self.suffix.find("\n") + 1
+        while 0 < start < len(self.suffix):
+            end = self.suffix.find("\n", start)
+            line = self.suffix[start : end if end >= 0 else len(self.suffix)].strip()
+            if line:
+                return line
+            start = end + 1 if end >= 0 else 0
         return ""
 
     @property
