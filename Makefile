@@ -60,6 +60,7 @@ bench: install models
 	$(BIN)/python bench/keystroke.py
 	$(BIN)/python bench/index.py
 	$(BIN)/python bench/models.py
+	$(BIN)/python -P bench/shape.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -2,8 +2,8 @@
 
 The shape decision runs on every request before the prompt is built, and the stop rules after every
 generated token, so both must stay far below a token's ~35 ms. Measured on real code: the largest
-files of the Python standard library (and any JavaScript/C files found next to it), a cursor at the
-end of every Nth line, mid-line and on blank lines. Also the whole-file parse the window avoids.
+modules of the Python standard library (not its tests or data tables), a cursor at the end of every
+Nth line, mid-line and on blank lines. Also the whole-file parse the window avoids.
 Writes JSON (default ``bench/results/shape.json``). Run it under the team CPU lock:
 ``flock /tmp/team/cpu.lock .venv/bin/python -P bench/shape.py`` (``-P``: bench/typing.py would shadow
 the standard library's typing).
@@ -28,7 +28,8 @@ from fimble.indexer.parse import parser
 
 def _files(count: int) -> list[Path]:
     lib = Path(sysconfig.get_paths()["stdlib"])
-    found = [p for p in lib.rglob("*.py") if "test" not in p.parts and p.stat().st_size < 1_000_000]
+    skip = {"test", "tests", "pydoc_data", "encodings", "site-packages"}
+    found = [p for p in lib.rglob("*.py") if not skip & set(p.parts) and p.stat().st_size < 1_000_000]
     return sorted(found, key=lambda p: p.stat().st_size, reverse=True)[:count]
 
 
