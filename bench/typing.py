@@ -241,6 +241,16 @@ async def _type_line(
     return out
 
 
+def _until_shown(typed: list[dict[str, Any]]) -> dict[str, Any]:
+    """Time spent in requests, and keystrokes typed, until the first suggestion was shown."""
+    spent = 0.0
+    for n, k in enumerate(typed):
+        spent += k["ms"] or 0.0
+        if k["shown"]:
+            return {"until_shown_ms": round(spent, 1), "keystrokes_until_shown": n}
+    return {"until_shown_ms": None, "keystrokes_until_shown": None}
+
+
 def _blank(text: str, index: int) -> str:
     lines = text.split("\n")
     ln = lines[index]
@@ -311,7 +321,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             label = "first_in_file" if round_no == 0 else "back_in_file"
             typed = await _type_line(s, uri, texts[f], index, label, args.pace_ms)
             firsts.append(
-                {"file": f.name, "line": index, "kind": label, "ms": typed[0]["ms"], "how": typed[0]["how"]}
+                {
+                    "file": f.name,
+                    "line": index,
+                    "kind": label,
+                    "ms": typed[0]["ms"],
+                    "how": typed[0]["how"],
+                    **_until_shown(typed),
+                }
             )
             keys += typed
             s.close(uri)
