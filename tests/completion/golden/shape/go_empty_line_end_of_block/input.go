@@ -1,0 +1,6 @@
+package main
+
+func f() {
+	x := 1
+	<CURSOR>
+}

@@ -1,0 +1,5 @@
+class A {
+    void f() {
+        System.out.println(<CURSOR>);
+    }
+}

@@ -1,0 +1,1 @@
+const a = <div>{<CURSOR>}</div>;
