@@ -32,8 +32,8 @@ __all__ = [
     "text_heuristic",
 ]
 
-_WINDOW_BACK_LINES = 120  # furthest a window starts above the cursor (looking for a top-level line)
-_WINDOW_MIN_LINES = 40  # without a top-level line, this many lines above the cursor
+_WINDOW_BACK_LINES = 60  # furthest a window starts above the cursor (looking for a top-level line)
+_WINDOW_MIN_LINES = 30  # without a top-level line, this many lines above the cursor
 _WINDOW_AHEAD_LINES = 24
 _WINDOW_CHARS = 8000  # per side: one huge (minified) line must not make parsing slow
 
