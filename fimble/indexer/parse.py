@@ -15,6 +15,8 @@ import re
 import threading
 from dataclasses import dataclass
 from importlib import resources
+from operator import itemgetter
+from typing import NamedTuple
 
 import tree_sitter as ts
 
@@ -60,14 +62,15 @@ class Extraction:
     has_errors: bool
 
 
-@dataclass(slots=True)
-class _Found:
+class _Found(NamedTuple):
+    """One definition (or Rust ``impl`` scope) as matched; sorted by (start, -end): outer ones first."""
+
+    start: int
+    neg_end: int
     kind: str
-    node: ts.Node
     name: str
-    body: ts.Node | None
-    doc: ts.Node | None
-    receiver: str
+    node: ts.Node
+    caps: dict[str, list[ts.Node]]
     is_scope: bool
 
 
@@ -115,6 +118,16 @@ def _parser(name: str) -> ts.Parser:
     return parser
 
 
+# pattern index -> its role: "import", the "def.<kind>" capture, or "" (a scope), per language
+_roles: dict[str, dict[int, str]] = {}
+
+
+def _role(caps: dict[str, list[ts.Node]]) -> str:
+    if "import" in caps:
+        return "import"
+    return next((key for key in caps if key.startswith("def.")), "")
+
+
 def extract(language: str, source: bytes) -> Extraction:
     """Definitions and imports of ``source`` (raw bytes; invalid UTF-8 is tolerated by tree-sitter)."""
     spec = language_spec(language)
@@ -127,72 +140,60 @@ def extract(language: str, source: bytes) -> Extraction:
     cursor.set_max_start_depth(spec.max_depth)
     found: dict[tuple[int, int, str], _Found] = {}
     imports: dict[tuple[int, str, str], list] = {}
-    for _, caps in cursor.matches(root):
-        if "import" in caps:
+    roles = _roles.setdefault(language, {})
+    rank = _KIND_RANK.get
+    for index, caps in cursor.matches(root):
+        role = roles.get(index)
+        if role is None or (role and role not in caps):  # a role is fixed per pattern; checked anyway
+            role = roles[index] = _role(caps)
+        if role == "import":
             _collect_import(caps, imports)
             continue
-        item = _found(caps, source)
-        if item is None:
+        names = caps.get("name")
+        if not names:
             continue
-        key = (item.node.start_byte, item.node.end_byte, item.name)
+        if role:
+            node, kind, is_scope = caps[role][0], role[4:], False
+        else:
+            scopes = caps.get("scope")
+            if not scopes:
+                continue
+            node, kind, is_scope = scopes[0], "impl", True
+        name_node = names[0]
+        name = source[name_node.start_byte : name_node.end_byte].decode("utf-8", "replace")
+        start, end = node.start_byte, node.end_byte
+        key = (start, end, name)
         old = found.get(key)
-        if old is None or _KIND_RANK.get(old.kind, 9) < _KIND_RANK.get(item.kind, 9):
-            found[key] = item
+        if old is None or rank(old.kind, 9) < rank(kind, 9):
+            found[key] = _Found(start, -end, kind, name, node, caps, is_scope)
     definitions = _resolve_scopes(spec, source, sorted(found.values(), key=_order))
     return Extraction(tuple(definitions), _finish_imports(imports), root.has_error)
 
 
-def _order(item: _Found) -> tuple[int, int]:
-    return item.node.start_byte, -item.node.end_byte
+_order = itemgetter(0, 1)
 
 
 def _text(source: bytes, node: ts.Node) -> str:
     return source[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
 
-def _found(caps: dict[str, list[ts.Node]], source: bytes) -> _Found | None:
-    names = caps.get("name")
-    if not names:
-        return None
-    kind = ""
-    node = None
-    for key, nodes in caps.items():
-        if key.startswith("def."):
-            kind, node = key[4:], nodes[0]
-            break
-    is_scope = node is None
-    if is_scope:
-        scope_nodes = caps.get("scope")
-        if not scope_nodes:
-            return None
-        node, kind = scope_nodes[0], "impl"
-    body = caps.get("body")
-    doc = caps.get("doc")
-    receiver = caps.get("receiver")
-    return _Found(
-        kind=kind,
-        node=node,
-        name=_text(source, names[0]),
-        body=body[0] if body else None,
-        doc=doc[0] if doc else None,
-        receiver=_TEMPLATE_ARGS.sub("", _text(source, receiver[0])) if receiver else "",
-        is_scope=is_scope,
-    )
+def _first(caps: dict[str, list[ts.Node]], name: str) -> ts.Node | None:
+    nodes = caps.get(name)
+    return nodes[0] if nodes else None
 
 
 def _resolve_scopes(spec: LanguageSpec, source: bytes, items: list[_Found]) -> list[ParsedDef]:
     """Give each definition its enclosing scope (by range nesting) and its qualified name."""
     sep = spec.separator
+    wrappers = spec.wrappers
     stack: list[tuple[int, str, str]] = []  # (end_byte, qualname, kind)
     out: list[ParsedDef] = []
-    for item in items:
-        node = item.node
-        start = node.start_byte
+    for start, neg_end, item_kind, name, node, caps, is_scope in items:
         while stack and stack[-1][0] <= start:
             stack.pop()
         parent_q, parent_kind = (stack[-1][1], stack[-1][2]) if stack else ("", "")
-        name = item.name
-        receiver = item.receiver
+        receiver_nodes = caps.get("receiver")
+        receiver = _TEMPLATE_ARGS.sub("", _text(source, receiver_nodes[0])) if receiver_nodes else ""
         if sep in name:  # C++ `A::B::f` captured whole: the prefix is part of the scope
             head, _, name = name.rpartition(sep)
             receiver = f"{receiver}{sep}{head}" if receiver else head
@@ -202,31 +203,28 @@ def _resolve_scopes(spec: LanguageSpec, source: bytes, items: list[_Found]) -> l
         else:
             scope, scope_kind = parent_q, parent_kind
         qualname = f"{scope}{sep}{name}" if scope else name
-        stack.append((node.end_byte, qualname, item.kind))
-        if item.is_scope:
+        stack.append((-neg_end, qualname, item_kind))
+        if is_scope:
             continue
-        kind = item.kind
-        if kind == "function" and scope_kind in _CLASSLIKE:
-            kind = "method"
-        outer = _outer(spec, node)
+        kind = "method" if item_kind == "function" and scope_kind in _CLASSLIKE else item_kind
+        outer = _outer(wrappers, node) if wrappers else node
         start_row, start_col = node.start_point
         end_row, end_col = node.end_point
-        doc = _docstring(source, item.doc) if item.doc is not None else _comment_doc(spec, source, outer)
-        signature = _signature(source, outer, node, item.body)
+        doc_node = _first(caps, "doc")
+        doc = _docstring(source, doc_node) if doc_node is not None else _comment_doc(spec, source, outer)
+        signature = _signature(source, outer, node, _first(caps, "body"))
         out.append(
             ParsedDef(kind, name, qualname, scope, start_row, start_col, end_row, end_col, signature, doc)
         )
     return out
 
 
-def _outer(spec: LanguageSpec, node: ts.Node) -> ts.Node:
+def _outer(wrappers: frozenset[str], node: ts.Node) -> ts.Node:
     """The wrapper (decorators, ``export``, ``template<>``, ``type (...)``) that owns this definition,
     unless the wrapper holds several definitions like it (a grouped Go ``type ( A; B )``)."""
-    if not spec.wrappers:
-        return node
     outer = node
     parent = node.parent
-    while parent is not None and parent.type in spec.wrappers:
+    while parent is not None and parent.type in wrappers:
         if sum(1 for child in parent.named_children if child.type == outer.type) > 1:
             break
         outer, parent = parent, parent.parent
