@@ -61,7 +61,9 @@ def evaluate(
     with tqdm(total=total, desc="completing", unit="line") as bar:
         for model in config.models:
             bar.set_postfix_str(model)
-            engine = load_engine(model, threads=config.threads)
+            # No warmer: every sample is answered from its full prompt (context included), as the
+            # server does once a region is warm; the small cold-region prompt is bench/restart.py's.
+            engine = load_engine(model, threads=config.threads, warmup=False)
             try:
                 rows += run_model(engine, model, prepared, config, bar.update)
             finally:
