@@ -55,6 +55,8 @@ def status(ls: FimbleServer) -> dict[str, Any]:
         "cache": {
             # Share of prompt tokens whose KV was reused instead of evaluated: the keystroke cache.
             "kv_hit_rate": round(stats["tokens_reused"] / prompt_tokens, 4) if prompt_tokens else 0.0,
+            # Finished suggestions answered again without the model (memory LRU + LMDB on disk).
+            "completions": asdict(ls.ctx.completer.cache.stats()),
         },
         "acceptance": ls.ctx.acceptance.counts(),
         "last": ls.suggester.last,
