@@ -51,3 +51,4 @@ async def test_a_request_repeated_after_a_restart_is_answered_from_the_disk_cach
     assert st["last"]["engine"]["tokens_evaluated"] == 0  # type: ignore[index]
     assert st["requests"]["cache_hits"] == 1 and st["requests"]["completed"] == 0  # type: ignore[index]
     assert (home / "completions" / "data.mdb").exists()
+    assert st["cache"]["completions"]["disk_hits"] == 1  # type: ignore[index]
