@@ -391,7 +391,11 @@ class Completer:
         with self._lock:
             for flight in self._flights.values():
                 if any(t is job.cancel for t in flight.waiters):
-                    return flight.running and not flight.finished and not flight.produced
+                    if not flight.running or flight.finished or flight.produced:
+                        return False
+                    flight.keep_alive = True
+                    job.cancel.cancel("detached")  # nobody waits for this answer any more
+                    return True
         return False
 
     def cancel(self, job: Job[Any], reason: str = "cancelled") -> None:

@@ -116,10 +116,11 @@ class Flight:
     running: bool = False
     finished: bool = False
     dead: bool = False
+    keep_alive: bool = False  # a caller stopped waiting mid-prompt: only a supersede stops it now
 
     @property
     def cancelled(self) -> bool:
-        return self.dead or all(t.cancelled for t in self.waiters)
+        return self.dead or (not self.keep_alive and all(t.cancelled for t in self.waiters))
 
     def accepts(self, prefix: str, suffix: str, path: str | None, max_tokens: int) -> str | None:
         """What the user typed since this flight's prefix, if a request there can wait for it."""
