@@ -38,7 +38,8 @@ def main() -> None:
         files = source_files(root)
         index = open_index(root)
         try:
-            prepared = prepare(index, files, EvalConfig(samples=args.samples, seed=args.seed, cross_share=1.0))
+            config = EvalConfig(samples=args.samples, seed=args.seed, cross_share=1.0)
+            prepared = prepare(index, files, config)
         finally:
             index.close()
         hits = used = 0
