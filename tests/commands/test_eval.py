@@ -1,0 +1,26 @@
+"""`fimble eval`: argument errors are one line saying what to do (the real run is in tests/evaluation)."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from fimble.cli import cli
+from fimble.commands.eval import _models
+
+
+def test_needs_a_repository_or_a_pypi_spec() -> None:
+    result = CliRunner().invoke(cli, ["eval"])
+    assert result.exit_code == 1 and "give a repository folder or --pypi" in result.output
+    result = CliRunner().invoke(cli, ["eval", "--pypi", "requests"])
+    assert result.exit_code == 1 and "NAME==VERSION" in result.output
+
+
+def test_models_repeat_and_split() -> None:
+    assert _models(("a",), "b, c,a") == ("a", "b", "c")
+    assert _models((), None) == ("qwen2.5-coder-1.5b",)
+
+
+def test_help_lists_the_options() -> None:
+    out = CliRunner().invoke(cli, ["eval", "--help"]).output
+    for option in ("--pypi", "--samples", "--seed", "--model", "--models", "--context", "--out"):
+        assert option in out
