@@ -243,3 +243,11 @@ def test_grouped_go_types_keep_their_own_signatures() -> None:
 def test_trailing_comment_is_not_a_doc() -> None:
     found = extract("python", b"x = 1  # about x\ndef f():\n    pass\n")
     assert [(d.name, d.doc) for d in found.definitions if d.name == "f"] == [("f", "")]
+
+
+def test_c_and_cpp_share_cfamily_patterns() -> None:
+    # cfamily.scm serves both grammars: the same declarations give the same definitions
+    source = b"#define LIMIT 8\ntypedef int count_t;\nchar *make_name(int n);\nstatic const int kZero = 0;\n"
+    for language in ("c", "cpp"):
+        kinds = {d.name: d.kind for d in extract(language, source).definitions}
+        assert kinds == {"LIMIT": "constant", "count_t": "type", "make_name": "prototype", "kZero": "constant"}
