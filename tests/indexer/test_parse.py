@@ -250,4 +250,5 @@ def test_c_and_cpp_share_cfamily_patterns() -> None:
     source = b"#define LIMIT 8\ntypedef int count_t;\nchar *make_name(int n);\nstatic const int kZero = 0;\n"
     for language in ("c", "cpp"):
         kinds = {d.name: d.kind for d in extract(language, source).definitions}
-        assert kinds == {"LIMIT": "constant", "count_t": "type", "make_name": "prototype", "kZero": "constant"}
+        expected = {"LIMIT": "constant", "count_t": "type", "make_name": "prototype", "kZero": "constant"}
+        assert kinds == expected
