@@ -16,6 +16,7 @@ import ctypes
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from fimble.completion.cancel import CancelToken
 from fimble.completion.fim import FimTokens, candidate_texts, detect_fim
 from fimble.completion.kvplan import Chunk, ReusePlan, plan_reuse
 from fimble.completion.kvstore import KVEntry, KVStore
+from fimble.completion.speculative import DraftPolicy, DraftStats, PromptLookup
 from fimble.errors import Cancelled, EngineError, ModelCorrupt
 
 if TYPE_CHECKING:
@@ -33,6 +35,10 @@ if TYPE_CHECKING:
 __all__ = ["Engine", "EngineConfig", "Generation", "StopCheck", "default_threads"]
 
 log = logging.getLogger(__name__)
+
+# A batch's greedy choice leading the runner-up by less than this (in logits) is not trusted: batched
+# and single-token kernels round differently (see ``Engine._step``).
+_TIE_MARGIN = 1.0
 
 # Called with the text generated so far; returns (reason, keep) to stop, keeping text[:keep], or None.
 StopCheck = Callable[[str], "tuple[str, int] | None"]
@@ -57,6 +63,7 @@ class EngineConfig:
     abort_min_tokens: int = 64  # prompt evaluations shorter than this run to the end even when cancelled
     restore_min_gain: int = 32  # load a saved state only when it spares evaluating at least this many tokens
     use_mmap: bool = True
+    speculative: bool = True  # check prompt-lookup drafts in batches (same greedy output, fewer steps)
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,19 @@ class Generation:
     tokens_reused: int
     prompt_ms: float
     generation_ms: float
+    drafts: int = 0  # decoding steps that checked a draft (speculative decoding)
+    drafted: int = 0  # draft tokens checked
+    accepted: int = 0  # draft tokens the model agreed with (each spared one decoding step)
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Effective generation speed: generated tokens over the generation time."""
+        return len(self.tokens) / self.generation_ms * 1000 if self.generation_ms > 0 else 0.0
+
+    @property
+    def acceptance(self) -> float:
+        """Share of drafted tokens accepted (0 when nothing was drafted)."""
+        return self.accepted / self.drafted if self.drafted else 0.0
 
 
 # ggml_log_level: 0 none, 1 debug, 2 info, 3 warn, 4 error, 5 continuation of the previous line.
@@ -155,6 +175,8 @@ class Engine:
         llama_cpp.llama_set_abort_callback(self._ctx, self._abort_cb, None)
         self._piece_buf = ctypes.create_string_buffer(256)
         self.fim = self._detect_fim()
+        self.speculative = self.config.speculative  # per-request override: ``generate(speculative=)``
+        self.draft_policy = DraftPolicy()  # learns how long drafts should be, across requests
 
     # -- vocabulary ---------------------------------------------------------------------------
 
@@ -454,12 +476,19 @@ class Engine:
         cancel: CancelToken | None = None,
         on_text: Callable[[str], None] | None = None,
         reuse_limit: int = 0,
+        speculative: bool | None = None,
     ) -> Generation:
         """Greedy completion of ``prompt`` (token ids).
 
         Stops on an end-of-generation token, the FIM family's stop tokens, ``stop`` (checked on the
         decoded text after every token), ``max_tokens``, a full context, or ``cancel`` (checked between
         tokens). ``on_text`` receives the text so far after each token (for streaming).
+
+        With ``speculative`` (default: ``self.speculative``), each decoding step also checks a draft
+        of the next tokens looked up in the prompt (``fimble.completion.speculative``) in the same
+        batch. Tokens come out of the model one at a time either way and go through the same checks
+        in the same order; only the KV cells of tokens a plain decode would not have computed yet are
+        dropped at the end, so the output, the stop reasons and the cache are those of plain decoding.
         """
         import codecs
 
@@ -475,13 +504,22 @@ class Engine:
         text = ""
         reason = "max_tokens"
         stop_ids = self.fim.stop
+        spec = self.speculative if speculative is None else speculative
+        lookup = self._lookup(prompt) if spec else None
+        stats = DraftStats()
+        # Next tokens the model has already chosen; all but the last have their KV cells computed
+        # (accepted draft tokens), which a plain decode would compute only when it got to them.
+        chosen: deque[int] = deque([self._argmax()])
+        ahead = 0  # such cells at the end of the cache, dropped on leaving the loop
         self._cancel = cancel
         try:
             while len(out_tokens) < max_tokens:
+                ahead = len(chosen) - 1
                 if cancel is not None and cancel.cancelled:
                     reason = "cancelled"
                     break
-                tok = self._argmax()
+                tok = chosen.popleft()
+                ahead = len(chosen)
                 if tok in stop_ids or self.is_eog(tok):
                     reason = "eog"
                     break
@@ -493,16 +531,25 @@ class Engine:
                     break
                 if on_text is not None:
                     on_text(text)
-                if len(self._cached) + 1 >= self.n_ctx:
+                if len(self._cached) - ahead + 1 >= self.n_ctx:
                     reason = "context_full"
                     break
+                if lookup is not None:
+                    lookup.append(tok)
+                if chosen:  # an accepted draft token: its KV is already there
+                    continue
                 try:
-                    self._decode_at([(len(self._cached), tok)])
+                    chosen.extend(self._step(tok, lookup, max_tokens - len(out_tokens), stats))
                 except Cancelled:
                     reason = "cancelled"
+                    ahead = 0
                     break
+            else:
+                ahead = len(chosen) - 1
         finally:
             self._cancel = None
+            if ahead > 0:
+                self._truncate_record(len(self._cached) - ahead)
         text += decoder.decode(b"", final=True) if reason in ("max_tokens", "eog") else ""
         t2 = time.perf_counter()
         return Generation(
@@ -514,7 +561,88 @@ class Engine:
             tokens_reused=reused,
             prompt_ms=(t1 - t0) * 1000,
             generation_ms=(t2 - t1) * 1000,
+            drafts=stats.drafts,
+            drafted=stats.drafted,
+            accepted=stats.accepted,
         )
+
+    def _lookup(self, prompt: Sequence[int]) -> PromptLookup:
+        """The n-gram index drafts come from: the prompt (file, suffix, repository context)."""
+        fim = self.fim
+        control = {fim.prefix, fim.suffix, fim.middle, fim.pad, fim.repo_name, fim.file_sep}
+        return PromptLookup(prompt, exclude={t for t in control if t is not None} | fim.stop)
+
+    def _step(self, tok: int, lookup: PromptLookup | None, budget: int, stats: DraftStats) -> list[int]:
+        """Decode ``tok`` (with a draft after it when one is worth it); returns the model's next
+        tokens: the accepted draft tokens, then the first token of its own choosing.
+
+        ``budget`` caps the draft at the tokens the request may still generate, so a fully accepted
+        draft never computes more than plain decoding would. Rejected tokens leave the cache at once.
+
+        A batch is computed with other kernels than a single token, so its logits differ by rounding
+        (measured on Qwen2.5-Coder-1.5B: the gap between the two best tokens moves by up to ~0.4).
+        A choice closer than ``_TIE_MARGIN`` could come out otherwise in plain decoding, so it is
+        not taken from the batch: the cell it came from is decoded again alone, as plain decoding
+        would, and its choice is used instead.
+        """
+        pos = len(self._cached)
+        draft: list[int] = []
+        match_len = 0
+        if lookup is not None:
+            match_len, draft = lookup.draft(min(budget, self.n_ctx - pos - 2, self.config.n_batch - 1))
+            draft = draft[: self.draft_policy.length(match_len, len(draft))]
+        if not draft:
+            self._decode_at([(pos, tok)])
+            return [self._argmax()]
+        cells = [(pos, tok)] + [(pos + 1 + i, t) for i, t in enumerate(draft)]
+        picks, margins = self._decode_all(cells)
+        accepted = 0
+        while (
+            accepted < len(draft) and picks[accepted] == draft[accepted] and margins[accepted] >= _TIE_MARGIN
+        ):
+            accepted += 1
+        stats.drafts += 1
+        stats.drafted += len(draft)
+        stats.accepted += accepted
+        self.draft_policy.update(match_len, len(draft), accepted)
+        if margins[accepted] >= _TIE_MARGIN:
+            if accepted < len(draft):
+                self._truncate_record(pos + 1 + accepted)
+            return picks[: accepted + 1]
+        # A near-tie: the token after the accepted ones is chosen by a single-token decode.
+        self._truncate_record(pos + accepted)
+        self._decode_at([cells[accepted]])
+        return [*picks[:accepted], self._argmax()]
+
+    def _decode_all(self, cells: Sequence[tuple[int, int]]) -> tuple[list[int], list[float]]:
+        """Evaluate a few (position, token) cells in one batch, with logits for every one; returns
+        the argmax after each (the model's greedy choice of the token that follows it) and its lead
+        over the runner-up."""
+        batch = self._batch
+        for i, (pos, tok) in enumerate(cells):
+            batch.token[i] = tok
+            batch.pos[i] = pos
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = 0
+            batch.logits[i] = True
+        batch.n_tokens = len(cells)
+        rc = self._ll.llama_decode(self._ctx, batch)
+        if rc != 0:
+            self._truncate_record(cells[0][0])
+            if rc == 2 or (self._cancel is not None and self._cancel.cancelled):
+                raise Cancelled("cancelled during decoding")
+            raise EngineError(f"llama_decode failed with code {rc}; see the log (run with -vv)")
+        self._cached.extend(tok for _, tok in cells)
+        np = self._np
+        ptr = self._ll.llama_get_logits(self._ctx)
+        logits = np.ctypeslib.as_array(ptr, shape=(len(cells), self.n_vocab))
+        rows = np.arange(len(cells))
+        best = logits.argmax(axis=1)
+        top = logits[rows, best]
+        logits[rows, best] = -np.inf  # llama.cpp's buffer: read once, restored below
+        second = logits.max(axis=1)
+        logits[rows, best] = top
+        return [int(t) for t in best], [float(m) for m in top - second]
 
     def close(self) -> None:
         if (store := getattr(self, "store", None)) is not None:
