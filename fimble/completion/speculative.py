@@ -118,6 +118,7 @@ class DraftPolicy:
     max_draft: int = 8
     min_chance: float = 0.35
     decay: float = 0.85  # weight of the old rate at each update (about the last 6-7 drafts)
+    recover: float = 0.05  # a match not drafted moves its rate this much back toward ``initial``
     initial: tuple[float, ...] = (0.0, 0.5, 0.65, 0.75, 0.85)  # index = match length
     rates: list[float] = field(default_factory=list)
 
@@ -125,20 +126,20 @@ class DraftPolicy:
         if not self.rates:
             self.rates = list(self.initial)
 
-    def _rate(self, n: int) -> float:
-        return self.rates[min(n, len(self.rates) - 1)]
-
     def length(self, match_len: int, limit: int) -> int:
         """Tokens worth drafting after a match of ``match_len`` tokens, at most ``limit``."""
         if match_len <= 0 or limit <= 0:
             return 0
-        rate = self._rate(match_len)
+        i = min(match_len, len(self.rates) - 1)
+        rate = self.rates[i]
         k, chance = 0, 1.0
         while k < min(self.max_draft, limit):
             chance *= rate
             if chance < self.min_chance:
                 break
             k += 1
+        if k == 0:  # not drafting teaches nothing: drift back so that drafting is tried again later
+            self.rates[i] += self.recover * (self.initial[min(i, len(self.initial) - 1)] - rate)
         return k
 
     def update(self, match_len: int, drafted: int, accepted: int) -> None:
