@@ -98,15 +98,19 @@ def complete(
         prompt = warmer.choose(
             engine,
             prompt,
-            lambda prefix_budget, suffix_budget: build_prompt(
+            lambda prefix_budget, suffix_budget, context: build_prompt(
                 engine.tokenize,
                 engine.fim,
                 prefix,
                 suffix,
                 path=request.path,
+                files=request.context_files if context else (),
                 prefix_budget=prefix_budget,
                 suffix_budget=suffix_budget,
             ),
+            prefix_budget=request.prefix_budget,
+            suffix_budget=request.suffix_budget,
+            key=request.path,
         )
     stop_ctx = stop_context(prefix, suffix, syntax)
     generation = engine.generate(

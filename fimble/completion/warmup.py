@@ -36,6 +36,7 @@ _STEP = 128  # tokens evaluated per warm-up step: a keystroke waits at most abou
 _SAVE_SLACK = 64  # a head differing from a saved one in fewer trailing tokens is not saved again
 _SMALL_SUFFIX = 32  # suffix tokens of a small first prompt
 _SMALL_GAIN = 64  # a small prompt must spare at least this many evaluations over the full one
+_FACTORS = (1.0, 1.15, 1.3, 0.85, 0.7)  # prefix budgets tried for a cold full prompt (see ``choose``)
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,8 @@ def _head_len(prompt: FimPrompt) -> int:
     return prompt.stable_len
 
 
-Rebuild = Callable[[int, int], FimPrompt]  # (prefix budget, suffix budget) -> a smaller prompt
+# (prefix budget, suffix budget, with repository context) -> the request's prompt with other budgets
+Rebuild = Callable[[int, int, bool], FimPrompt]
 
 
 class Warmer:
@@ -114,32 +116,82 @@ class Warmer:
         self.speed = SpeedMeter()
         self._target: _Target | None = None  # the full prompt to evaluate when idle
         self._head: list[int] = []  # the stable head of the last full prompt, to save when idle
+        self._factors: dict[str, float] = {}  # per file: the prefix budget factor that matched last
         self.first_prompts = 0  # requests answered from a small prompt (for status and benchmarks)
         self.warmed_tokens = 0  # tokens evaluated while idle
 
-    def choose(self, engine: Engine, full: FimPrompt, rebuild: Rebuild) -> FimPrompt:
+    def choose(
+        self,
+        engine: Engine,
+        full: FimPrompt,
+        rebuild: Rebuild,
+        *,
+        prefix_budget: int = 0,
+        suffix_budget: int = 0,
+        key: str | None = None,
+    ) -> FimPrompt:
         """``full`` when the cache (or a saved state) makes it cheap enough, else a small prompt
-        fitting the latency target, with ``full`` left to warm up when the user is idle."""
+        fitting the latency target, with ``full`` left to warm up when the user is idle.
+
+        The prefix of a full prompt starts at a line that moves in steps of 16 as the cursor moves,
+        so coming back to a file a few lines away from where it was warmed can start the prefix one
+        step off and share nothing with the saved state. So a cold full prompt is also tried with a
+        prefix budget up to 30% larger or smaller (given ``prefix_budget``): the start that the cache
+        or a saved state already holds wins. The factor that won is tried first next time (per ``key``).
+        """
         config = current_config()
+        if config.first_ms <= 0:
+            self._target = None
+            self._head = full.tokens[: _head_len(full)]
+            return full
+        budget = max(48, self.speed.prompt_budget(config.first_ms, config.expected_tokens))
+        threshold = max(budget, config.min_first_tokens)
+        cost = engine.evaluation_cost(full.tokens, full.stable_len)
+        if cost > threshold and prefix_budget > 0:
+            full, cost = self._aligned(
+                engine, full, cost, rebuild, prefix_budget, suffix_budget, key, threshold
+            )
         tokens = full.tokens
         head = _head_len(full)
         self._head = tokens[:head]
-        if config.first_ms <= 0:
-            self._target = None
-            return full
-        budget = max(48, self.speed.prompt_budget(config.first_ms, config.expected_tokens))
-        cost = engine.evaluation_cost(tokens, full.stable_len)
-        if cost <= max(budget, config.min_first_tokens):
+        if cost <= threshold:
             self._target = None
             return full
         suffix = min(_SMALL_SUFFIX, max(0, budget // 3))
-        small = rebuild(max(16, budget - suffix - 3), suffix)
+        small = rebuild(max(16, budget - suffix - 3), suffix, False)
         if engine.evaluation_cost(small.tokens, small.stable_len) + _SMALL_GAIN >= cost:
             self._target = None  # nearly warm (a few new lines): the small prompt would spare little
             return full
         self._target = _Target(tokens, full.stable_len, head)
         self.first_prompts += 1
         return small
+
+    def _aligned(
+        self,
+        engine: Engine,
+        full: FimPrompt,
+        cost: int,
+        rebuild: Rebuild,
+        prefix_budget: int,
+        suffix_budget: int,
+        key: str | None,
+        threshold: int,
+    ) -> tuple[FimPrompt, int]:
+        """The full prompt, with the prefix budget among ``_FACTORS`` that evaluates the least."""
+        last = self._factors.get(key or "", 1.0)
+        order = [last] + [f for f in _FACTORS if f != last]
+        best, best_cost, best_factor = full, cost, 1.0
+        for factor in order:
+            if factor == 1.0:
+                continue
+            alt = rebuild(int(prefix_budget * factor), suffix_budget, True)
+            alt_cost = engine.evaluation_cost(alt.tokens, alt.stable_len)
+            if alt_cost + _SMALL_GAIN <= best_cost:
+                best, best_cost, best_factor = alt, alt_cost, factor
+            if best_cost <= threshold:
+                break
+        self._factors[key or ""] = best_factor
+        return best, best_cost
 
     @property
     def pending(self) -> bool:

@@ -91,7 +91,7 @@ def test_speed_meter_sizes_the_prompt_to_the_target() -> None:
 def test_a_cheap_prompt_is_used_as_is() -> None:
     engine, warmer = FakeEngine(), Warmer()
     full = _prompt(10, 30, 10)
-    assert warmer.choose(engine, full, lambda p, s: pytest.fail("no small prompt needed")) is full  # type: ignore[arg-type]
+    assert warmer.choose(engine, full, lambda p, s, c: pytest.fail("no small prompt needed")) is full  # type: ignore[arg-type]
     assert warmer.pending  # the head is saved when idle
 
 
@@ -101,7 +101,8 @@ def test_a_cold_large_prompt_gets_a_small_one_and_warms_up_when_idle() -> None:
     budgets: list[tuple[int, int]] = []
     small = _prompt(0, 60, 20, base=10_000)
 
-    def rebuild(prefix_budget: int, suffix_budget: int) -> FimPrompt:
+    def rebuild(prefix_budget: int, suffix_budget: int, context: bool) -> FimPrompt:
+        assert not context
         budgets.append((prefix_budget, suffix_budget))
         return small
 
@@ -126,7 +127,7 @@ def test_a_cold_large_prompt_gets_a_small_one_and_warms_up_when_idle() -> None:
 def test_a_keystroke_stops_the_warm_up_and_its_progress_is_saved() -> None:
     engine, warmer = FakeEngine(cancel_after=4), Warmer()
     full = _prompt(400, 1200, 64)
-    warmer.choose(engine, full, lambda p, s: _prompt(0, 50, 10, base=10_000))  # type: ignore[arg-type]
+    warmer.choose(engine, full, lambda p, s, c: _prompt(0, 50, 10, base=10_000))  # type: ignore[arg-type]
     assert warmer.idle(engine, CancelToken())  # type: ignore[arg-type]
     assert warmer.idle(engine, CancelToken())  # type: ignore[arg-type]
     assert warmer.idle(engine, CancelToken())  # type: ignore[arg-type]
@@ -139,12 +140,34 @@ def test_first_ms_zero_always_uses_the_full_prompt() -> None:
     warmup.configure(WarmupConfig(first_ms=0))
     engine, warmer = FakeEngine(), Warmer()
     full = _prompt(400, 1200, 64)
-    assert warmer.choose(engine, full, lambda p, s: pytest.fail("off")) is full  # type: ignore[arg-type]
+    assert warmer.choose(engine, full, lambda p, s, c: pytest.fail("off")) is full  # type: ignore[arg-type]
 
 
 def test_a_small_prompt_is_not_used_when_it_spares_little() -> None:
     engine, warmer = FakeEngine(), Warmer()
     full = _prompt(0, 150, 40)  # cold, but barely over the budget
     small = _prompt(0, 120, 30, base=10_000)  # cold too: would cost nearly as much
-    assert warmer.choose(engine, full, lambda p, s: small) is full  # type: ignore[arg-type]
+    assert warmer.choose(engine, full, lambda p, s, c: small) is full  # type: ignore[arg-type]
     assert warmer.first_prompts == 0
+
+
+def test_a_cold_prompt_takes_the_prefix_start_the_cache_holds() -> None:
+    """Back a few lines from where the file was warmed: the default budget starts the prefix one
+    anchor step later than the warmed prompt did; a larger budget starts it where the cache has it."""
+    engine, warmer = FakeEngine(), Warmer()
+    warmed = _prompt(400, 1200, 64)
+    engine.cached = list(warmed.tokens)
+    default = _prompt(400, 1100, 64, base=50_000)  # shares nothing: another start line
+    seen: list[tuple[int, bool]] = []
+
+    def rebuild(prefix_budget: int, suffix_budget: int, context: bool) -> FimPrompt:
+        seen.append((prefix_budget, context))
+        return warmed if prefix_budget > 1536 else _prompt(0, 60, 20, base=90_000)
+
+    chosen = warmer.choose(engine, default, rebuild, prefix_budget=1536, suffix_budget=64, key="a.py")  # type: ignore[arg-type]
+    assert chosen is warmed and warmer.first_prompts == 0
+    assert seen[0] == (int(1536 * 1.15), True)
+    # the factor that matched is tried first next time
+    seen.clear()
+    warmer.choose(engine, default, rebuild, prefix_budget=1536, suffix_budget=64, key="a.py")  # type: ignore[arg-type]
+    assert seen[0] == (int(1536 * 1.15), True)
