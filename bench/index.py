@@ -6,8 +6,11 @@ folder so that the one-file-update step can edit it and ctags reads the very sam
 
 Measured, and written as JSON (``bench/results/index.json`` unless ``--out``):
 
-* full index (fresh store) with the process pool and without, wall time, files/s, MB/s, store size,
-  and the ratio to ``ctags -R`` on the same tree (median of ``--repeat`` runs each);
+* full index (fresh store) with the process pool and without, wall time, CPU time (this process and
+  the pool), files/s, MB/s, store size, and the ratio to ``ctags -R`` on the same tree (median of
+  ``--repeat`` runs each);
+* the CPU of each stage of a full index (walk, read, tree-sitter parse, query, definitions, BM25 terms,
+  postings), timed alone in one process: where the full index's time goes;
 * whether tree-sitter releases the GIL (two threads parsing vs one);
 * a no-change re-run, a one-file update (``update_file`` + ``flush``) and a full pass after one edit;
 * the time to open an existing index (in process; and a fresh process, imports included);
@@ -31,6 +34,7 @@ import json
 import os
 import platform
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -140,15 +144,19 @@ def full_index(root: Path, home: Path, workers: int, repeat: int) -> dict:
     for i in range(repeat):
         run_home = home / f"full-{workers}-{i}"
         os.environ["FIMBLE_HOME"] = str(run_home)
+        cpu_before = _cpu()
         started = time.perf_counter()
         with WorkspaceIndex.open(root, IndexConfig(workers=workers, worker_nice=0)) as ix:
             report = ix.build()
             elapsed = time.perf_counter() - started
             stats = ix.stats()
-        runs.append({"seconds": elapsed, "report": report, "stats": stats})
+        cpu_main, cpu_workers = (after - before for after, before in zip(_cpu(), cpu_before, strict=True))
+        runs.append({"seconds": elapsed, "report": report, "stats": stats, "cpu": (cpu_main, cpu_workers)})
         if i < repeat - 1:
             shutil.rmtree(run_home, ignore_errors=True)
     best = min(runs, key=lambda r: r["seconds"])
+    cpu_main = statistics.median(r["cpu"][0] for r in runs)
+    cpu_workers = statistics.median(r["cpu"][1] for r in runs)
     report, stats = best["report"], best["stats"]
     seconds = [r["seconds"] for r in runs]
     median = statistics.median(seconds)
@@ -156,6 +164,9 @@ def full_index(root: Path, home: Path, workers: int, repeat: int) -> dict:
         "workers": workers,
         "seconds": seconds,
         "median_s": median,
+        "cpu_main_s": cpu_main,
+        "cpu_workers_s": cpu_workers,
+        "cpu_total_s": cpu_main + cpu_workers,
         "files_scanned": report.scanned,
         "files_parsed": report.parsed,
         "files_per_s": report.scanned / median,
@@ -168,6 +179,71 @@ def full_index(root: Path, home: Path, workers: int, repeat: int) -> dict:
         "store_path": stats.store_path,
         "home": str(home / f"full-{workers}-{repeat - 1}"),
     }
+
+
+def _cpu() -> tuple[float, float]:
+    """CPU seconds (user + system) of this process and of its finished children (the pool)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+def cpu_breakdown(root: Path) -> dict:
+    """Where a full index's CPU goes, stage by stage, in one process (each stage timed alone over
+    every file; the pool adds process start-up and pickling, the writer thread the LMDB puts)."""
+    import tree_sitter as ts
+
+    from fimble.indexer import lexical, parse, postings
+    from fimble.indexer.ignore import IgnoreRules
+    from fimble.indexer.languages import detect_language, language_spec
+    from fimble.indexer.walker import walk
+    from fimble.indexer.worker import WorkerConfig, analyze_bytes, digest_of
+
+    out: dict[str, float] = {}
+    clock = time.process_time
+    started = clock()
+    entries = list(walk(root, IgnoreRules(root), max_bytes=1 << 20))
+    out["walk"] = clock() - started
+    started = clock()
+    files = []
+    for entry in entries:
+        with open(entry.path, "rb") as fh:
+            data = fh.read()
+        if b"\0" not in data[:8192]:
+            digest_of(data)
+            files.append((entry.rel, data, detect_language(entry.rel, data[:8192])))
+    out["read_hash_detect"] = clock() - started
+    parsed = [(lang, data) for _, data, lang in files if language_spec(lang) is not None]
+    for lang in {lang for lang, _ in parsed}:
+        parse.warm(lang)
+    started = clock()
+    trees = [(lang, parse._parser(lang).parse(data)) for lang, data in parsed]
+    out["tree_sitter_parse"] = clock() - started
+    started = clock()
+    for lang, tree in trees:
+        cursor = ts.QueryCursor(parse._grammar(lang)[1])
+        cursor.set_max_start_depth(language_spec(lang).max_depth)
+        cursor.matches(tree.root_node)
+    out["tree_sitter_query"] = clock() - started
+    del trees
+    started = clock()
+    for lang, data in parsed:
+        parse.extract(lang, data)
+    out["definitions_and_imports_python"] = (
+        clock() - started - out["tree_sitter_parse"] - out["tree_sitter_query"]
+    )
+    started = clock()
+    for _, data, _ in files:
+        lexical.analyze(data)
+    out["bm25_terms"] = clock() - started
+    cfg = WorkerConfig(1 << 20, 12, 2048)
+    docs = [analyze_bytes(rel, data, len(data), 0, cfg) for rel, data, _ in files]
+    started = clock()
+    posted = [(i + 1, d.hashes, d.entry_blocks, d.tfs, d.block_lengths) for i, d in enumerate(docs)]
+    cols = postings.build(posted)
+    postings.encode(cols)
+    out["postings_sort_encode"] = clock() - started
+    out["total_in_stages"] = sum(out.values())
+    return {k: round(v, 3) for k, v in out.items()}
 
 
 def percentiles(samples: list[float]) -> dict:
@@ -322,6 +398,8 @@ def main() -> None:
         single = full_index(root, tmp_path / "homes", workers=0, repeat=1)
         log(f"  {single['median_s']:.2f} s")
         result["full_index"] = {"pool_2": pooled, "in_process": single}
+        log("CPU by stage ...")
+        result["cpu_by_stage_s"] = cpu_breakdown(root)
         log("no-change re-run, updates, open, queries ...")
         result["incremental"] = incremental(root, Path(pooled["home"]), rng, args.queries)
         result["machine"]["load_avg_after"] = os.getloadavg()
@@ -341,6 +419,11 @@ def summarize(result: dict) -> dict:
     return {
         "full_index_s": round(full["median_s"], 3),
         "full_index_in_process_s": round(result["full_index"]["in_process"]["median_s"], 3),
+        "full_index_cpu_s": {
+            "main": round(full["cpu_main_s"], 2),
+            "workers": round(full["cpu_workers_s"], 2),
+            "total": round(full["cpu_total_s"], 2),
+        },
         "ctags_s": round(ctags["median_s"], 3) if ctags.get("available") else None,
         "ratio_to_ctags": round(ratio, 2) if ratio else None,
         "files_per_s": round(full["files_per_s"], 1),
