@@ -26,12 +26,17 @@ from fimble.indexer.lexical import (
     term_hash,
 )
 
-__all__ = ["analyze"]
+__all__ = ["analyze", "warm"]
 
 
 @functools.cache
 def _stop_ids() -> np.ndarray:
     return np.unique(np.fromiter(map(term_hash, stopwords()), np.uint64))
+
+
+def warm() -> None:
+    """Hash the stop words now rather than in the first update."""
+    _stop_ids()
 
 
 # Byte classes: 0 separates words, 1 digit, 2 letter or "_".

@@ -52,11 +52,11 @@ def _warm_up(languages: tuple[str, ...] = ()) -> None:
     try:
         import numpy  # noqa: F401
 
-        from fimble.indexer import ignore, lexical, parse
+        from fimble.indexer import ignore, parse, terms
         from fimble.indexer import languages as langs
 
         langs.detect_language("x.py")
-        lexical.stopwords()
+        terms.warm()
         ignore.defaults()
         for name in languages:
             if langs.language_spec(name) is not None:
