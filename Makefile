@@ -61,6 +61,7 @@ bench: install models
 	$(BIN)/python bench/index.py
 	$(BIN)/python bench/models.py
 	$(BIN)/python -P bench/shape.py
+	$(BIN)/python -P bench/restart.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
