@@ -143,8 +143,11 @@ def analyze(data: bytes, stride: int, block_bytes: int) -> Lexical:
         return Lexical(n_lines, tuple(blocks), b"", b"", b"", bytes(2 * n_blocks), 0)
     keys = _hash(data, starts, ends)
     if n_blocks > 1:
+        # words are in order and blocks contiguous: one search per block, not one per word
         block_starts = np.fromiter((b.start_byte for b in blocks), np.int64, n_blocks)
-        keys |= (np.searchsorted(block_starts, starts, "right") - 1).astype(np.uint64)
+        first_words = np.searchsorted(starts, block_starts)
+        counts = np.diff(first_words, append=len(starts))
+        keys |= np.repeat(np.arange(n_blocks, dtype=np.uint64), counts)
     keys.sort()
     first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
     tfs = np.diff(first, append=len(keys))
