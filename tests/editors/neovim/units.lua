@@ -1,7 +1,7 @@
 -- Checks of the plugin that need Neovim but no server: run with `nvim --headless -l units.lua PLUGIN OUT`.
 local plugin, out = arg[1], arg[2]
 vim.opt.runtimepath:prepend(plugin)
-vim.cmd('runtime plugin/fimble.lua')
+-- No plugin/fimble.lua: setup() alone must give :Fimble (lazy.nvim adds the folder late).
 local ghost = require('fimble.text')
 local results = {
   next_word = {},

@@ -166,4 +166,19 @@ function M.complete(arglead)
   end, M.subcommands)
 end
 
+--- Define :Fimble (plugin/fimble.lua does at startup; setup() again, for plugin managers that add
+--- this folder to 'runtimepath' after plugin/ files were sourced).
+function M.create()
+  vim.api.nvim_create_user_command('Fimble', function(args)
+    M.run(args)
+  end, {
+    nargs = '?',
+    bang = true,
+    desc = 'fimble: status | toggle | explain[!] | reindex',
+    complete = function(arglead)
+      return M.complete(arglead)
+    end,
+  })
+end
+
 return M

@@ -114,8 +114,8 @@ local function on_attach(client, buf)
     vim.lsp.inline_completion.enable(true, { bufnr = buf })
   elseif mode == 'plugin' then
     require('fimble.ghost').attach(client, buf, M.config)
-  elseif vim.lsp.completion and vim.lsp.completion.enable then
-    vim.lsp.completion.enable(true, client.id, buf, { autotrigger = M.config.completion_autotrigger })
+  else
+    require('fimble.fallback').attach(client, buf, M.config)
   end
   if mode then
     map_keys(buf)
@@ -127,6 +127,7 @@ end
 function M.setup(opts)
   M.config = vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), opts or {})
   vim.api.nvim_set_hl(0, 'FimbleSuggestion', { link = M.config.hl_group, default = true })
+  require('fimble.command').create()
   vim.api.nvim_clear_autocmds({ group = augroup })
   vim.api.nvim_create_autocmd('LspAttach', {
     group = augroup,
