@@ -20,7 +20,10 @@
                 java-mode java-ts-mode)
                . ("fimble" "serve"
                   ;; Every key is optional (see the README).
-                  :initializationOptions (:multiline "auto" :maxTokens 64))))
+                  ;; completionFallback "always": the suggestion as a completion item even if
+                  ;; eglot ever announces inline completion, which it does not show as ghost text.
+                  :initializationOptions (:multiline "auto" :maxTokens 64
+                                          :completionFallback "always"))))
 
 (provide 'fimble)
 ;;; fimble.el ends here

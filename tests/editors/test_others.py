@@ -41,7 +41,9 @@ def test_helix_languages_toml() -> None:
     config = tomllib.loads((EDITORS / "helix" / "languages.toml").read_text())
     server = config["language-server"]["fimble"]
     assert server["command"] == "fimble" and server["args"] == ["serve"]
-    assert set(server["config"]) <= {"multiline", "maxTokens", "debounceMs", "deadlineMs", "model", "threads"}
+    known = {"multiline", "maxTokens", "deadlineMs", "model", "threads", "completionFallback"}
+    assert set(server["config"]) <= known
+    assert server["config"].get("completionFallback") == "always"  # Helix shows no ghost text
     languages = config["language"]
     assert languages and all("fimble" in lang["language-servers"] for lang in languages)
     # A language's list replaces Helix's default servers: fimble comes after the usual one.
@@ -63,14 +65,15 @@ def test_emacs_file_byte_compiles(tmp_path: Path) -> None:
     emacs = shutil.which("emacs")
     if emacs is None:
         pytest.skip("emacs is not installed (apt-get install emacs-nox)")
+    # Emacs 28 has no eglot built in (and none can be fetched here): a stand-in that defines only
+    # what fimble.el touches still checks that the file compiles cleanly and registers fimble.
     has_eglot = subprocess.run(
         [emacs, "--batch", "-Q", "--eval", "(kill-emacs (if (require 'eglot nil t) 0 1))"], timeout=60
     )
-    if has_eglot.returncode != 0:
-        pytest.skip("this Emacs has no eglot (built in from Emacs 29)")
+    stub = "" if has_eglot.returncode == 0 else "(progn (defvar eglot-server-programs nil) (provide 'eglot))"
     el = tmp_path / "fimble.el"
     shutil.copyfile(EDITORS / "emacs" / "fimble.el", el)
-    strict = "(setq byte-compile-error-on-warn t)"
+    strict = f"(progn {stub} (setq byte-compile-error-on-warn t))"
     proc = subprocess.run(
         [emacs, "--batch", "-Q", "--eval", strict, "-f", "batch-byte-compile", str(el)],
         capture_output=True,
@@ -80,11 +83,12 @@ def test_emacs_file_byte_compiles(tmp_path: Path) -> None:
     assert proc.returncode == 0 and (tmp_path / "fimble.elc").exists(), proc.stderr
     # Loading it registers fimble for Python buffers in eglot.
     member = "(lambda (k m) (if (listp k) (memq m k) (eq k m)))"
-    check = f'(progn (load "{el}") (princ (assoc (quote python-mode) eglot-server-programs {member})))'
+    check = f'(progn {stub} (load "{el}") (prin1 (assoc (quote python-mode) eglot-server-programs {member})))'
     proc = subprocess.run(
         [emacs, "--batch", "-Q", "--eval", check], capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0 and '"fimble" "serve"' in proc.stdout, proc.stdout + proc.stderr
+    assert ':completionFallback "always"' in proc.stdout, proc.stdout
 
 
 @pytest.fixture(scope="module")
