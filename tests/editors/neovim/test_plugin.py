@@ -112,6 +112,7 @@ def test_multiline_suggestion_dismiss_and_accept(ghost: dict[str, Any]) -> None:
     assert dismissed["marks"] == [] and dismissed["suggestion"] is None, dismissed
     before = _step(ghost, "before_tab")
     assert ghost["shown_again"], ghost
+    assert before["stats"]["cancelled"] >= dismissed["stats"]["cancelled"] + 1, (dismissed, before)
     text = before["suggestion"]
     lines = text.split("\n")
     [mark] = before["marks"]
