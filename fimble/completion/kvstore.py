@@ -290,18 +290,29 @@ class KVStore:
         return entry
 
     def _evict(self) -> None:
-        with self._lock:
-            order = sorted(self._entries, key=lambda k: self._used.get(k, 0.0))
-            total = sum(e.size for e in self._entries.values())
-            victims = []
-            while total > self.max_bytes and order:
-                key = order.pop(0)
-                entry = self._entries.pop(key)
-                self._used.pop(key, None)
-                total -= entry.size
-                victims.append(entry)
-        for entry in victims:
-            self._discard(entry.path, "least recently used")
+        """Delete the least recently used states until the directory fits the bound.
+
+        Counted from the directory, not this process's index, so that two servers sharing the store
+        (an editor's and the HTTP one) keep it within one bound; recency is the files' mtime, which
+        ``touch`` sets on every read.
+        """
+        files: list[tuple[float, int, Path]] = []
+        try:
+            with os.scandir(self.root) as it:
+                for d in it:
+                    if d.name.endswith(_SUFFIX):
+                        with contextlib.suppress(OSError):
+                            st = d.stat()
+                            files.append((st.st_mtime, st.st_size, Path(d.path)))
+        except OSError:
+            return
+        total = sum(size for _, size, _ in files)
+        files.sort()
+        while total > self.max_bytes and files:
+            _, size, path = files.pop(0)
+            total -= size
+            self._forget(path.name[: -len(_SUFFIX)])
+            self._discard(path, "least recently used")
 
     def save_async(self, tokens: Sequence[int] | np.ndarray, blob: Blob) -> None:
         """Queue a ``save`` for the writer thread; the caller's thread only pays for the copy it made."""

@@ -135,3 +135,13 @@ def test_state_dir_depends_on_the_model_file(tmp_path: Path, monkeypatch: pytest
     assert first.is_relative_to(tmp_path / "home" / "kvstate")
     model.write_bytes(b"xy")
     assert state_dir(model) != first
+
+
+def test_two_processes_sharing_the_store_keep_one_bound(tmp_path: Path) -> None:
+    first, second = KVStore(tmp_path, max_bytes=3 * 1100), KVStore(tmp_path, max_bytes=3 * 1100)
+    for i in range(3):
+        first.save([i + 1] * 10, _blob(1000))
+    second.save([9] * 10, _blob(1000))  # second never indexed first's states, but counts them
+    assert sum(p.stat().st_size for p in tmp_path.glob("*.kv")) <= 3 * 1100
+    hit = first.match([1] * 10)  # the oldest went; first finds out when it reads
+    assert hit is None or first.read(hit[0]) is None
