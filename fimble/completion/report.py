@@ -18,10 +18,11 @@ __all__ = ["explanation", "explanation_lines", "timings_line"]
 def timings_line(gen: Generation) -> str:
     """Prompt size, KV reuse, timings and stop reason on one line."""
     tps = len(gen.tokens) / (gen.generation_ms / 1000) if gen.generation_ms > 0 else 0.0
+    drafts = f", {gen.accepted}/{gen.drafted} drafted tokens accepted" if gen.drafted else ""
     return (
         f"prompt {gen.prompt_tokens} tokens: {gen.tokens_evaluated} evaluated, {gen.tokens_reused} reused, "
         f"{gen.prompt_ms:.0f} ms | generated {len(gen.tokens)} tokens in {gen.generation_ms:.0f} ms "
-        f"({tps:.1f} tok/s) | stop: {gen.stop_reason}"
+        f"({tps:.1f} tok/s{drafts}) | stop: {gen.stop_reason}"
     )
 
 
@@ -39,6 +40,8 @@ def explanation(result: CompletionResult) -> dict[str, Any]:
         "tokens_generated": len(gen.tokens),
         "prompt_ms": round(gen.prompt_ms, 1),
         "generation_ms": round(gen.generation_ms, 1),
+        "drafted": gen.drafted,  # speculative decoding: draft tokens checked, and accepted
+        "accepted": gen.accepted,
         "multiline": result.multiline,
         "shape": result.shape,
         "stop_reason": gen.stop_reason,

@@ -29,6 +29,12 @@ def test_timings_line() -> None:
     )
 
 
+def test_timings_line_with_speculative_drafts() -> None:
+    gen = Generation("abc", (1, 2, 3), "eog", 120, 20, 100, 250.0, 60.0, drafts=1, drafted=4, accepted=2)
+    assert timings_line(gen).endswith("(50.0 tok/s, 2/4 drafted tokens accepted) | stop: eog")
+    assert explanation(CompletionResult("abc", False, gen, ()))["accepted"] == 2
+
+
 def test_lines_list_every_part_with_its_reason() -> None:
     lines = explanation_lines(RESULT)
     assert lines[0] == "prompt: 120 tokens"
