@@ -99,6 +99,7 @@ def main() -> None:
     settled: dict[str, float] = {}
     completer = Completer(load=load, prefetch=False)
     assert completer.wait_ready(300)
+    _settle(completer)  # the start-up speed measurement, as a server does long before the first request
     rows.append(_ask(completer, a, text_a, 1500, "new_file_first"))
     settled["warm_new_file_s"] = _settle(completer)
     rows.append(_ask(completer, a, text_a, 1502, "new_file_after_warmup"))
@@ -108,11 +109,13 @@ def main() -> None:
     rows.append(_ask(completer, a, text_a, 1504, "switch_back"))
     _settle(completer)
     engine = completer.worker.engine
-    assert engine is not None and engine.store is not None
+    assert engine is not None and engine.store is not None and engine.warmer is not None
+    speed = {"prompt_tps": engine.warmer.speed.prompt_tps, "ms_per_token": engine.warmer.speed.ms_per_token}
     stored = {"entries": len(engine.store.entries()), "bytes": engine.store.total_bytes}
     completer.close()
     completer = Completer(load=load, prefetch=False)
     assert completer.wait_ready(300)
+    _settle(completer)
     rows.append(_ask(completer, a, text_a, 1506, "after_restart"))
     rows.append(_ask(completer, b, text_b, 2003, "after_restart_other_file"))
     completer.close()
@@ -121,6 +124,7 @@ def main() -> None:
         "threads": engine.threads,
         "files": {"new": a.name, "new_lines": len(text_a.splitlines()), "other": b.name},
         "store": stored,
+        "measured_speed": {k: round(v, 1) for k, v in speed.items()},
         "settle_s": settled,
         "requests": rows,
     }

@@ -19,6 +19,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fimble.completion.cancel import CancelToken
@@ -33,6 +34,7 @@ __all__ = ["SpeedMeter", "Warmer", "WarmupConfig", "configure", "current_config"
 log = logging.getLogger(__name__)
 
 _STEP = 128  # tokens evaluated per warm-up step: a keystroke waits at most about this long (~1.3 s)
+_MEASURE_TOKENS = 96  # prompt tokens of the start-up speed measurement
 _SAVE_SLACK = 64  # a head differing from a saved one in fewer trailing tokens is not saved again
 _SMALL_SUFFIX = 32  # suffix tokens of a small first prompt
 _SMALL_GAIN = 64  # a small prompt must spare at least this many evaluations over the full one
@@ -76,13 +78,17 @@ class SpeedMeter:
         self.prompt_tps = prompt_tps
         self.ms_per_token = ms_per_token
         self._alpha = alpha
+        self._seen_prompt = self._seen_generation = False  # the first observation replaces a default
 
     def observe(self, evaluated: int, prompt_ms: float, generated: int, generation_ms: float) -> None:
-        a = self._alpha
         if evaluated >= 32 and prompt_ms > 0:
+            a = self._alpha if self._seen_prompt else 1.0
             self.prompt_tps += a * (evaluated / prompt_ms * 1000 - self.prompt_tps)
+            self._seen_prompt = True
         if generated >= 4 and generation_ms > 0:
+            a = self._alpha if self._seen_generation else 1.0
             self.ms_per_token += a * (generation_ms / generated - self.ms_per_token)
+            self._seen_generation = True
 
     def prompt_budget(self, target_ms: float, generated: int) -> int:
         """Tokens that can be evaluated within ``target_ms`` while leaving time to generate."""
@@ -116,6 +122,7 @@ class Warmer:
         self.speed = SpeedMeter()
         self._target: _Target | None = None  # the full prompt to evaluate when idle
         self._head: list[int] = []  # the stable head of the last full prompt, to save when idle
+        self._measured = False  # the start-up speed measurement ran (first idle step)
         self._factors: dict[str, float] = {}  # per file: the prefix budget factor that matched last
         self.first_prompts = 0  # requests answered from a small prompt (for status and benchmarks)
         self.warmed_tokens = 0  # tokens evaluated while idle
@@ -198,6 +205,25 @@ class Warmer:
         """Whether idle work is left: a prompt to warm up or a head to save."""
         return self._target is not None or bool(self._head)
 
+    def measure(self, engine: Engine, cancel: CancelToken) -> None:
+        """Time a short prompt and generation once, right after the model loads, so that the first
+        request's prompt is sized for this machine (a cancelled measurement is simply not counted)."""
+        if engine.cached_tokens:  # a request came first: its timings tell, and its cache stays
+            return
+        text = Path(__file__).read_text(encoding="utf-8")
+        tokens = engine.tokenize(text)[:_MEASURE_TOKENS]
+        if len(tokens) < _MEASURE_TOKENS:
+            return
+        gen = engine.generate(tokens, max_tokens=8, cancel=cancel)
+        if gen.stop_reason != "cancelled":
+            self.observe(gen)
+            log.info(
+                "speed: %.0f prompt tokens/s, %.0f ms per generated token",
+                self.speed.prompt_tps,
+                self.speed.ms_per_token,
+            )
+        engine.reset()
+
     def observe(self, generation: Generation) -> None:
         self.speed.observe(
             generation.tokens_evaluated,
@@ -210,6 +236,10 @@ class Warmer:
         """One step of background work; True when there may be more. Runs on the engine's thread."""
         config = current_config()
         _apply_store_setting(engine, config)
+        if not self._measured:
+            self._measured = True
+            self.measure(engine, cancel)
+            return True
         store = engine.store
         if self._target is not None:
             return self._warm_step(engine, self._target, cancel)

@@ -134,6 +134,8 @@ class EngineWorker:
             log.exception("model failed to load")
             self.load_error = FimbleError(f"the model failed to load: {err}; see the log")
         finally:
+            # The warmer's first idle step measures this machine's speed (``warmup.Warmer.measure``).
+            self._idle_due = getattr(self._engine, "warmer", None) is not None
             self.ready.set()
         while True:
             with self._cond:

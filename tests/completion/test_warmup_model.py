@@ -53,7 +53,7 @@ def test_small_first_prompt_then_warm_full_prompt(tmp_path: Path, monkeypatch: p
 
         prompt_tokens, evaluated, _ = ask(1500)
         assert engine.warmer.first_prompts == 1
-        assert prompt_tokens <= 200 and evaluated == prompt_tokens  # small and cold
+        assert prompt_tokens < 1000 and evaluated == prompt_tokens  # small (sized to the speed) and cold
 
         deadline = time.monotonic() + 300
         while (completer.worker.busy or engine.warmer.pending) and time.monotonic() < deadline:
