@@ -7,7 +7,7 @@ Clients send settings in ``initializationOptions`` and ``workspace/didChangeConf
      "debounceMs": 0, "deadlineMs": 4000, "prefixTokens": 1536, "suffixTokens": 64,
      "languages": {"markdown": false, "*": true}, "index": {"exclude": ["**/vendor/**"]},
      "enable": true, "completionFallback": "auto", "acceptanceLog": true,
-     "firstSuggestionMs": 1600, "kvStateMb": 1024}
+     "firstSuggestionMs": 1600, "kvStateMb": 1024, "speculative": true}
 
 Each field is validated on its own: a bad value yields one problem naming the setting (shown to the
 user) and the field keeps its previous value, so the rest of the settings still apply.
@@ -45,6 +45,7 @@ class Settings:
     acceptance_log: bool = True  # shown/accepted events to a local JSONL file; nothing leaves the machine
     first_suggestion_ms: int = 1600  # target in a cold region: a small prompt first, the full one warmed up
     kv_state_mb: int = 1024  # saved KV states on disk (files switched back to, restarts); 0: none
+    speculative: bool = True  # prompt-lookup drafts checked in batches: faster generation, same output
 
     def language_enabled(self, language_id: str | None) -> bool:
         table = dict(self.languages)
@@ -147,6 +148,7 @@ _FIELDS: dict[tuple[str, ...], tuple[str, Callable[[object], Any]]] = {
     ("acceptanceLog",): ("acceptance_log", _bool),
     ("firstSuggestionMs",): ("first_suggestion_ms", _int_range(0, 60_000)),
     ("kvStateMb",): ("kv_state_mb", _int_range(0, 1 << 20)),
+    ("speculative",): ("speculative", _bool),
 }
 _GROUPS = {path[0] for path in _FIELDS if len(path) > 1}
 assert {attr for attr, _ in _FIELDS.values()} == {f.name for f in fields(Settings)}

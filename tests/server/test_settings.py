@@ -38,6 +38,13 @@ def test_every_field_parses_from_camel_case() -> None:
     assert s.language_enabled("python")
 
 
+def test_speculative_decoding_can_be_turned_off() -> None:
+    assert Settings().speculative is True
+    assert resolve({"speculative": False}).settings.speculative is False
+    problems = resolve({"speculative": "no"}).problems
+    assert problems and problems[0].startswith("fimble.speculative: expected true or false")
+
+
 def test_a_bad_field_is_named_and_the_rest_still_applies() -> None:
     resolved = resolve({"maxTokens": "lots", "debounceMs": 50, "multiline": "sometimes", "threads": True})
     assert resolved.settings.debounce_ms == 50
