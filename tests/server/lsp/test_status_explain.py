@@ -3,6 +3,7 @@ real CLI, on the same file and cursor, with the real 0.5B model."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.server.lsp.conftest import (
@@ -105,3 +107,26 @@ async def test_status_says_why_a_block_was_asked_for(client: LanguageClient, wor
     explain = (await status(client))["last"]["explain"]
     assert explain["multiline"] is True and explain["shape"] == "block header"
     assert explain["lines"][-1] == "shape: multi-line (block header)"
+
+
+async def test_multiline_setting_never_overrides_the_syntax(client: LanguageClient, workspace: Path) -> None:
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"fimble": {"multiline": "never"}})
+    )
+    for _ in range(100):  # a notification has no reply: wait until status shows it
+        if (await status(client))["settings"]["multiline"] == "never":
+            break
+        await asyncio.sleep(0.02)
+    try:
+        uri = (workspace / "never.py").as_uri()
+        open_doc(client, uri, HEADER_DOC)
+        result = await client.text_document_inline_completion_async(
+            inline_params(uri, 0, len(HEADER_DOC) - 1)
+        )
+        explain = (await status(client))["last"]["explain"]
+        assert explain["multiline"] is False and explain["shape"] == "never"
+        assert all("\n" not in text.strip("\n") for text in insert_texts(result))
+    finally:
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"fimble": {"multiline": "auto"}})
+        )
