@@ -91,6 +91,8 @@ def _engine_stats(result: CompletionResult) -> dict[str, Any]:
         "tokens_generated": len(gen.tokens),
         "prompt_ms": round(gen.prompt_ms, 1),
         "generation_ms": round(gen.generation_ms, 1),
+        "drafted": gen.drafted,  # speculative decoding: draft tokens checked, and accepted
+        "accepted": gen.accepted,
     }
 
 

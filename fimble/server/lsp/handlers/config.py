@@ -66,6 +66,13 @@ async def apply(ls: FimbleServer, raw: Raw, *, initial: bool = False) -> None:
     threads = new.threads or ls.ctx.threads
     if not await _switch_model(ls, model, threads, initial=initial):
         ls.settings = replace(new, model=old.model)
+    if not new.speculative or new.speculative != old.speculative:  # also reaches a newly loaded model
+        _set_speculative(ls, new.speculative)
+
+
+def _set_speculative(ls: FimbleServer, on: bool) -> None:
+    """Speculative decoding on or off, on the engine's own thread (between two requests)."""
+    ls.ctx.completer.worker.submit(lambda engine, _cancel: setattr(engine, "speculative", on))
 
 
 async def pull(ls: FimbleServer) -> None:
