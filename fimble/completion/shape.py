@@ -19,8 +19,12 @@ import time
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
+from typing import TYPE_CHECKING, Any
 
 from fimble.completion.stops import StopContext
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
 
 __all__ = [
     "CursorSyntax",
@@ -111,7 +115,7 @@ def _indent(line: str) -> int:
 def text_heuristic(prefix: str, suffix: str) -> tuple[bool, str]:
     """The decision for text without a grammar: block on an empty line or after an opener."""
     line_prefix = prefix[prefix.rfind("\n") + 1 :]
-    if suffix.split("\n", 1)[0].strip():
+    if _first_line(suffix).strip():
         return False, "text after the cursor"
     if not line_prefix.strip():
         return True, "empty line"
@@ -139,9 +143,9 @@ def _window(prefix: str, suffix: str) -> tuple[str, str]:
     return head, tail
 
 
-def _leaves(root):  # type: ignore[no-untyped-def]
+def _leaves(root: Node) -> list[Node]:
     """Every real token of the tree in order (zero-width and MISSING nodes skipped)."""
-    out = []
+    out: list[Node] = []
     cursor = root.walk()
     while True:
         node = cursor.node
@@ -155,10 +159,10 @@ def _leaves(root):  # type: ignore[no-untyped-def]
                 return out
 
 
-def _brackets(spec: ShapeSpec, before: list, after: list) -> tuple[list, int]:  # type: ignore[type-arg]
+def _brackets(spec: ShapeSpec, before: list[Node], after: list[Node]) -> tuple[list[Node], int]:
     """Opener tokens still open at the cursor (outermost first) and how many the suffix closes."""
     closers = spec.closers
-    stack: list = []  # type: ignore[type-arg]
+    stack: list[Node] = []
     for leaf in before:
         if leaf.type in spec.brackets:
             stack.append(leaf)
@@ -186,13 +190,13 @@ def _brackets(spec: ShapeSpec, before: list, after: list) -> tuple[list, int]:  
     return stack, closed
 
 
-def _enclosing(node, types: frozenset[str]):  # type: ignore[no-untyped-def]
+def _enclosing(node: Node | None, types: frozenset[str]) -> Node | None:
     while node is not None and node.type not in types:
         node = node.parent
     return node
 
 
-def _string_quote(spec: ShapeSpec, root, cursor: int, line_end: int) -> tuple[bool, str]:  # type: ignore[no-untyped-def]
+def _string_quote(spec: ShapeSpec, root: Node, cursor: int, line_end: int) -> tuple[bool, str]:
     """(inside a string, its closing delimiter when it closes on the cursor's line)."""
     if not spec.strings:
         return False, ""
@@ -205,7 +209,7 @@ def _string_quote(spec: ShapeSpec, root, cursor: int, line_end: int) -> tuple[bo
     return True, (last.text or b"").decode("utf-8", "replace")
 
 
-def _next_child(leaf):  # type: ignore[no-untyped-def]
+def _next_child(leaf: Node) -> Node | None:
     """The node right after ``leaf`` under the same parent (``next_sibling`` skips an empty body)."""
     parent = leaf.parent
     if parent is None:
@@ -217,7 +221,7 @@ def _next_child(leaf):  # type: ignore[no-untyped-def]
     return None
 
 
-def _opens_block(spec: ShapeSpec, leaf, line: str, bracketed: bool) -> bool:  # type: ignore[no-untyped-def]
+def _opens_block(spec: ShapeSpec, leaf: Node, line: str, bracketed: bool) -> bool:
     """Whether ``leaf`` (a block opener token) ends a block header.
 
     ``bracketed``: the token sits inside a bracket opened on its own line (``def f(x:`` is a parameter's
@@ -251,10 +255,10 @@ def analyze(prefix: str, suffix: str, language: str | None, multiline: bool | No
     return _replace(syntax, parse_ms=round((time.perf_counter() - started) * 1000, 3))
 
 
-def _replace(syntax: CursorSyntax, **changes: object) -> CursorSyntax:
+def _replace(syntax: CursorSyntax, **changes: Any) -> CursorSyntax:
     from dataclasses import replace
 
-    return replace(syntax, **changes)  # type: ignore[arg-type]
+    return replace(syntax, **changes)
 
 
 def _analyze(prefix: str, suffix: str, language: str | None) -> CursorSyntax:
@@ -281,19 +285,21 @@ def _analyze(prefix: str, suffix: str, language: str | None) -> CursorSyntax:
     line_end = source.find(b"\n", cursor)
     line_end = len(source) if line_end < 0 else line_end
     in_string, quote = _string_quote(spec, root, cursor, line_end)
-    facts = {
-        "open_brackets": "".join(leaf.type for leaf in stack),
-        "closed_in_suffix": closed,
-        "string_quote": quote,
-        "language": language,
-    }
+    facts = CursorSyntax(
+        False,
+        "",
+        open_brackets="".join(leaf.type for leaf in stack),
+        closed_in_suffix=closed,
+        string_quote=quote,
+        language=language,
+    )
     line_prefix = prefix[prefix.rfind("\n") + 1 :]
-    line_suffix = suffix.split("\n", 1)[0]
+    line_suffix = _first_line(suffix)
     last = before[-1] if before else None
     line_start = cursor - len(line_prefix.encode("utf-8", "surrogatepass"))
     bracketed = bool(stack) and stack[-1].start_byte >= line_start and stack[-1] is not last
     if in_string:
-        return CursorSyntax(False, "inside a string", **facts)  # type: ignore[arg-type]
+        return _replace(facts, multiline=False, reason="inside a string")
     inside = [leaf for leaf in leaves if leaf.start_byte < cursor < leaf.end_byte]
     if (inside and inside[0].type in spec.comments) or (
         last is not None
@@ -301,13 +307,13 @@ def _analyze(prefix: str, suffix: str, language: str | None) -> CursorSyntax:
         and last.end_byte == cursor
         and b"\n" not in (last.text or b"")
     ):
-        return CursorSyntax(False, "inside a comment", **facts)  # type: ignore[arg-type]
+        return _replace(facts, multiline=False, reason="inside a comment")
     header_indent = None
     if last is not None and (last.type in spec.brackets or last.type in spec.block_openers):
         row = last.start_point.row
         header_line = head.split("\n")[row] if row < head.count("\n") + 1 else ""
         header_indent = _indent(header_line) + 1
-        facts["block_indent"] = header_indent
+        facts = _replace(facts, block_indent=header_indent)
     if line_suffix.strip():
         first = after[0] if after else None
         if (
@@ -317,29 +323,50 @@ def _analyze(prefix: str, suffix: str, language: str | None) -> CursorSyntax:
             and _opens_block(spec, last, line_prefix.strip(), bracketed)
             and not line_suffix.strip().strip("".join(spec.closers) + ";,").strip()
         ):
-            return CursorSyntax(True, "empty block", **facts)  # type: ignore[arg-type]
-        return CursorSyntax(False, "text after the cursor", **facts)  # type: ignore[arg-type]
+            return _replace(facts, multiline=True, reason="empty block")
+        return _replace(facts, multiline=False, reason="text after the cursor")
     if not line_prefix.strip():
         return _blank_line(line_prefix, suffix, last, spec, facts)
     if last is not None and _opens_block(spec, last, line_prefix.strip(), bracketed):
-        return CursorSyntax(True, "block header", **facts)  # type: ignore[arg-type]
+        return _replace(facts, multiline=True, reason="block header")
     if last is not None and last.type in spec.brackets:
-        return CursorSyntax(True, "open bracket", **facts)  # type: ignore[arg-type]
-    return CursorSyntax(False, "end of a line", **facts)  # type: ignore[arg-type]
+        return _replace(facts, multiline=True, reason="open bracket")
+    return _replace(facts, multiline=False, reason="end of a line")
 
 
-def _blank_line(line_prefix: str, suffix: str, last, spec: ShapeSpec, facts: dict) -> CursorSyntax:  # type: ignore[no-untyped-def,type-arg]
+def _blank_line(
+    line_prefix: str, suffix: str, last: Node | None, spec: ShapeSpec, facts: CursorSyntax
+) -> CursorSyntax:
     """An empty line: a block when nothing of the cursor's block follows (an empty body, the end of a
     block or of the file), one line between two statements of the same block."""
-    following = next((line for line in suffix.split("\n")[1:] if line.strip()), None)
+    following = _next_code_line(suffix)
     opened = last is not None and (last.type in spec.brackets or last.type in spec.block_openers)
     if following is None:
-        return CursorSyntax(True, "empty body" if opened else "end of file", **facts)
+        return _replace(facts, multiline=True, reason="empty body" if opened else "end of file")
     if following.lstrip()[:1] in spec.closers or _indent(following) < len(line_prefix):
-        return CursorSyntax(True, "empty body" if opened else "end of a block", **facts)
-    if opened and _indent(following) <= facts.get("block_indent", 1) - 1:
-        return CursorSyntax(True, "empty body", **facts)
-    return CursorSyntax(False, "between statements", **facts)
+        return _replace(facts, multiline=True, reason="empty body" if opened else "end of a block")
+    if opened and facts.block_indent is not None and _indent(following) < facts.block_indent:
+        return _replace(facts, multiline=True, reason="empty body")
+    return _replace(facts, multiline=False, reason="between statements")
+
+
+def _first_line(text: str) -> str:
+    end = text.find("\n")
+    return text if end < 0 else text[:end]
+
+
+def _next_code_line(suffix: str) -> str | None:
+    """The first non-blank line after the cursor's line, found without splitting the whole file."""
+    start = suffix.find("\n") + 1
+    while 0 < start <= len(suffix):
+        end = suffix.find("\n", start)
+        line = suffix[start : end if end >= 0 else len(suffix)]
+        if line.strip():
+            return line
+        if end < 0:
+            return None
+        start = end + 1
+    return None
 
 
 def stop_context(prefix: str, suffix: str, syntax: CursorSyntax) -> StopContext:
