@@ -185,6 +185,24 @@ function scenarios.ghost()
   vim.cmd('Fimble explain')
   wait_for(function() return vim.bo.filetype == 'fimble' end, 10000)
   out.explain = float_lines()
+  -- :Fimble explain! runs `fimble explain` for the cursor in a terminal.
+  vim.cmd('write')
+  vim.api.nvim_win_set_cursor(0, { 8, 0 })
+  vim.cmd('Fimble explain!')
+  local explain_buf
+  wait_for(function()
+    for _, b in ipairs(vim.api.nvim_list_bufs()) do
+      if vim.bo[b].filetype == 'fimble-explain' then
+        explain_buf = b
+        return vim.fn.join(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\n'):find('suggestion:') ~= nil
+      end
+    end
+    return false
+  end, 180000)
+  out.explain_cursor = explain_buf and vim.api.nvim_buf_get_lines(explain_buf, 0, -1, false) or vim.NIL
+  if explain_buf then
+    vim.cmd('bwipeout! ' .. explain_buf)
+  end
   local client = require('fimble').client()
   vim.cmd('Fimble toggle')
   sleep(500)

@@ -138,6 +138,10 @@ def test_fimble_commands(ghost: dict[str, Any]) -> None:
     explain = "\n".join(ghost["explain"])
     assert "outcome: served" in explain and "trigger:" in explain, explain
     assert ghost["after_toggle"] is False and ghost["after_second_toggle"] is True, ghost
+    # :Fimble explain! — the CLI's account of the prompt for the cursor, with the server's model.
+    cursor = "".join(ghost["explain_cursor"] or [])  # the terminal wraps long lines
+    assert "dates.py:8:1" in cursor and "qwen2.5-coder-0.5b" in cursor, cursor
+    assert "prefix" in cursor and "suffix" in cursor and "suggestion:" in cursor, cursor
 
 
 def test_completion_fallback_through_omnifunc(tmp_path: Path) -> None:

@@ -106,17 +106,7 @@ end
 --- every part of the prompt with its tokens and why it is there (it loads its own model).
 function M.explain(bang)
   if bang then
-    local file = api.nvim_buf_get_name(0)
-    if vim.bo.modified then
-      vim.notify('fimble: explain reads the file from disk: :write it first', vim.log.levels.WARN)
-      return
-    end
-    local pos = api.nvim_win_get_cursor(0)
-    local exe = fimble().config.cmd[1]
-    local col = vim.fn.charidx(api.nvim_get_current_line(), pos[2]) + 1
-    vim.cmd('botright split')
-    vim.cmd.terminal({ args = { ('%s explain %s:%d:%d'):format(vim.fn.shellescape(exe), vim.fn.fnameescape(file), pos[1], col) } })
-    return
+    return M.explain_cursor()
   end
   execute('fimble.status', nil, function(st)
     local last = st.last or {}
@@ -136,6 +126,35 @@ function M.explain(bang)
   end)
 end
 
+--- `fimble explain FILE:LINE:COL` for the cursor, in a terminal split, with the server's model.
+function M.explain_cursor()
+  local file = api.nvim_buf_get_name(0)
+  if file == '' or vim.bo.modified then
+    vim.notify('fimble: explain reads the file from disk: :write it first', vim.log.levels.WARN)
+    return
+  end
+  local pos = api.nvim_win_get_cursor(0)
+  local col = vim.fn.charidx(api.nvim_get_current_line(), pos[2]) + 1
+  execute('fimble.status', nil, function(st)
+    local argv = { fimble().config.cmd[1], 'explain' }
+    if st.model and st.model.path then
+      vim.list_extend(argv, { '--model', st.model.path })
+    end
+    local max_tokens = (fimble().config.settings or {}).maxTokens
+    if max_tokens then
+      vim.list_extend(argv, { '--max-tokens', tostring(max_tokens) })
+    end
+    table.insert(argv, ('%s:%d:%d'):format(file, pos[1], col))
+    vim.cmd('botright new')
+    if vim.fn.has('nvim-0.11') == 1 then
+      vim.fn.jobstart(argv, { term = true })
+    else
+      vim.fn.termopen(argv)
+    end
+    vim.bo.filetype = 'fimble-explain'
+  end)
+end
+
 function M.reindex()
   vim.notify('fimble: reindexing the workspace…')
   execute('fimble.reindex', nil, function(result)
@@ -149,9 +168,12 @@ end
 
 --- Entry point of :Fimble (``args`` as given to a user command's callback).
 function M.run(args)
-  local sub = args.fargs[1] or 'status'
+  local sub, bang = args.fargs[1] or 'status', args.bang
+  if sub:sub(-1) == '!' then -- `:Fimble explain!` (as well as `:Fimble! explain`)
+    sub, bang = sub:sub(1, -2), true
+  end
   if sub == 'explain' then
-    return M.explain(args.bang)
+    return M.explain(bang)
   end
   if not vim.tbl_contains(M.subcommands, sub) then
     vim.notify(('fimble: unknown subcommand %q; try one of: %s'):format(sub, table.concat(M.subcommands, ', ')), vim.log.levels.ERROR)
