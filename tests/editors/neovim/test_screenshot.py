@@ -50,8 +50,7 @@ def test_screenshot_of_ghost_text_in_the_terminal(tmp_path: Path) -> None:
         assert term.wait(lambda: "dates = []" in "\n".join(term.text()), 60), term.text()
         assert term.wait(ready.exists, 300), "the model never loaded:\n" + "\n".join(term.text())
         # A new function after the example: its body comes as a multi-line suggestion.
-        term.send("Go\r\r")
-        term.send("def parse_times(rows):\r")
+        term.send("Go\r\rdef parse_times(rows):\r")  # one write: no suggestion in between
         for _attempt in range(3):
             if term.wait(shown.exists, 180):
                 break
