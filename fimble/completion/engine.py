@@ -408,11 +408,14 @@ class Engine:
             return None
         return self._cached[:n], memoryview(buf).cast("B")[:got]
 
-    def save_state(self, n: int, *, wait: bool = False, slack: int | None = None) -> bool:
+    def save_state(
+        self, n: int, *, wait: bool = False, slack: int | None = None, file_start: int | None = None
+    ) -> bool:
         """Save the first ``n`` cached tokens' KV to the store unless it already holds (nearly) them.
 
         Only the copy out of llama.cpp happens on this (the engine's) thread; the disk write runs on
-        the store's writer thread unless ``wait``.
+        the store's writer thread unless ``wait``. ``file_start``: where the file's own tokens begin
+        (``KVStore.save`` replaces older states of the same file with it).
         """
         if self.store is None:
             return False
@@ -427,8 +430,8 @@ class Engine:
         if snap is None:
             return False
         if wait:
-            return self.store.save(*snap) is not None
-        self.store.save_async(*snap)
+            return self.store.save(*snap, file_start) is not None
+        self.store.save_async(*snap, file_start)
         return True
 
     def _evaluate_around_chunks(

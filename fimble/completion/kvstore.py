@@ -90,6 +90,12 @@ def _as_array(tokens: Sequence[int] | np.ndarray) -> np.ndarray:
     return arr
 
 
+def _superseded(entry: KVEntry, shared: int, file_start: int | None) -> bool:
+    if shared >= entry.n_tokens:
+        return True
+    return file_start is not None and shared > file_start and shared * 2 >= entry.n_tokens
+
+
 def _key(tokens: np.ndarray) -> str:
     return hashlib.blake2b(tokens.astype("<i4").tobytes(), digest_size=16).hexdigest()
 
@@ -107,7 +113,7 @@ class KVStore:
         self._lock = threading.Lock()
         self._entries: dict[str, KVEntry] = {}
         self._used: dict[str, float] = {}  # key -> last use (file mtime), for LRU
-        self._queue: queue.Queue[tuple[np.ndarray, Blob] | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[np.ndarray, Blob, int | None] | None] = queue.Queue()
         self._writer: threading.Thread | None = None
         self._pending = 0
         self._idle = threading.Condition(self._lock)
@@ -239,10 +245,15 @@ class KVStore:
         hit = self.match(arr)
         return hit is not None and hit[1] >= len(arr) - slack
 
-    def save(self, tokens: Sequence[int] | np.ndarray, blob: Blob) -> KVEntry | None:
+    def save(
+        self, tokens: Sequence[int] | np.ndarray, blob: Blob, file_start: int | None = None
+    ) -> KVEntry | None:
         """Write a state now (atomically), then evict to the size bound. Never raises on I/O errors.
 
-        Entries whose tokens are a prefix of the new one are removed: the new one serves them too.
+        Entries that are a prefix of the new one are removed. So are, given ``file_start`` (where
+        the file's own text begins, after repository context and path), entries sharing more than
+        that and at least half their tokens: the same file before an edit or with the cursor further
+        up, which the new one serves as well; keeping them would fill the store with near-copies.
         """
         arr = _as_array(tokens)
         if len(arr) == 0 or not blob:
@@ -279,13 +290,13 @@ class KVStore:
         with self._lock:
             self._entries[key] = entry
             self._used[key] = time.time()
-            prefixes = [
+            superseded = [
                 e
                 for e in self._entries.values()
-                if e.key != key and e.n_tokens <= len(arr) and common_prefix(e.tokens, arr) == e.n_tokens
+                if e.key != key and _superseded(e, common_prefix(e.tokens, arr), file_start)
             ]
-        for old in prefixes:
-            self.forget(old, "superseded by a longer state")
+        for old in superseded:
+            self.forget(old, "superseded by a newer state of the same text")
         self._evict()
         return entry
 
@@ -314,14 +325,16 @@ class KVStore:
             self._forget(path.name[: -len(_SUFFIX)])
             self._discard(path, "least recently used")
 
-    def save_async(self, tokens: Sequence[int] | np.ndarray, blob: Blob) -> None:
+    def save_async(
+        self, tokens: Sequence[int] | np.ndarray, blob: Blob, file_start: int | None = None
+    ) -> None:
         """Queue a ``save`` for the writer thread; the caller's thread only pays for the copy it made."""
         with self._lock:
             self._pending += 1
             if self._writer is None or not self._writer.is_alive():
                 self._writer = threading.Thread(target=self._write_loop, name="fimble-kvstore", daemon=True)
                 self._writer.start()
-        self._queue.put((_as_array(tokens), blob))
+        self._queue.put((_as_array(tokens), blob, file_start))
 
     def _write_loop(self) -> None:
         while True:

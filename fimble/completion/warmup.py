@@ -122,6 +122,7 @@ class Warmer:
         self.speed = SpeedMeter()
         self._target: _Target | None = None  # the full prompt to evaluate when idle
         self._head: list[int] = []  # the stable head of the last full prompt, to save when idle
+        self._head_start = 0  # where the file's own tokens begin in it (after context and path)
         self._measured = False  # the start-up speed measurement ran (first idle step)
         self._factors: dict[str, float] = {}  # per file: the prefix budget factor that matched last
         self.first_prompts = 0  # requests answered from a small prompt (for status and benchmarks)
@@ -149,7 +150,7 @@ class Warmer:
         config = current_config()
         if config.first_ms <= 0:
             self._target = None
-            self._head = full.tokens[: _head_len(full)]
+            self._head, self._head_start = full.tokens[: _head_len(full)], full.stable_len
             return full
         budget = max(48, self.speed.prompt_budget(config.first_ms, config.expected_tokens))
         threshold = max(budget, config.min_first_tokens)
@@ -160,7 +161,7 @@ class Warmer:
             )
         tokens = full.tokens
         head = _head_len(full)
-        self._head = tokens[:head]
+        self._head, self._head_start = tokens[:head], full.stable_len
         if cost <= threshold:
             self._target = None
             return full
@@ -246,7 +247,7 @@ class Warmer:
         if store is not None and config.kv_state_mb > 0 and self._head:
             head = self._head
             if _starts_with(engine.cached_tokens, head):
-                engine.save_state(len(head), slack=_SAVE_SLACK)
+                engine.save_state(len(head), slack=_SAVE_SLACK, file_start=self._head_start)
             self._head = []  # only now: ``pending`` stays true until the write is queued
         return False
 
@@ -259,7 +260,7 @@ class Warmer:
             done = _common(engine.cached_tokens, target.tokens)
         if done >= len(target.tokens) - 1:
             self._target = None
-            self._head = target.tokens[: target.head]
+            self._head, self._head_start = target.tokens[: target.head], target.reuse_limit
             return True  # next: save the head
         end = min(len(target.tokens), max(done, 0) + _STEP)
         # Through the middle token (the last) in one go, so the next request's logits come from it.
@@ -271,11 +272,11 @@ class Warmer:
         except Cancelled:
             # A keystroke is waiting and will overwrite the cache: keep what was evaluated.
             if engine.store is not None and current_config().kv_state_mb > 0:
-                engine.save_state(min(target.head, len(engine.cached_tokens)))
+                engine.save_state(min(target.head, len(engine.cached_tokens)), file_start=target.reuse_limit)
             return False
         if cancel.cancelled:
             if engine.store is not None and current_config().kv_state_mb > 0:
-                engine.save_state(min(target.head, end))
+                engine.save_state(min(target.head, end), file_start=target.reuse_limit)
             return False
         return True
 

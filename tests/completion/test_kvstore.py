@@ -145,3 +145,15 @@ def test_two_processes_sharing_the_store_keep_one_bound(tmp_path: Path) -> None:
     assert sum(p.stat().st_size for p in tmp_path.glob("*.kv")) <= 3 * 1100
     hit = first.match([1] * 10)  # the oldest went; first finds out when it reads
     assert hit is None or first.read(hit[0]) is None
+
+
+def test_an_edited_files_older_state_is_replaced(tmp_path: Path) -> None:
+    store = KVStore(tmp_path)
+    store.save([7, 7, 7, 7, 7, 7, 7, 7, 7, 7], _blob(10))  # another file
+    store.save([1, 2, 3, 4, 5, 6, 7, 8], _blob(10))
+    store.save([1, 2, 3, 4, 5, 9, 9, 9, 9], _blob(10), file_start=2)  # the file edited after 5 of 8
+    assert sorted(e.n_tokens for e in store.entries()) == [9, 10]
+    store.save([1, 2, 8, 8, 8, 8, 8, 8, 8], _blob(10), file_start=2)  # context shared, another file
+    assert sorted(e.n_tokens for e in store.entries()) == [9, 9, 10]
+    store.save([1, 2, 3, 4, 5, 6, 6, 6, 6], _blob(10))  # no file_start: only true prefixes go
+    assert sorted(e.n_tokens for e in store.entries()) == [9, 9, 9, 10]

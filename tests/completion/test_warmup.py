@@ -58,7 +58,9 @@ class FakeEngine:
         self.cached = list(prompt)
         return n, len(prompt) - n
 
-    def save_state(self, n: int, *, wait: bool = False, slack: int | None = None) -> bool:
+    def save_state(
+        self, n: int, *, wait: bool = False, slack: int | None = None, file_start: int | None = None
+    ) -> bool:
         self.saved.append(n)
         return True
 
