@@ -6,6 +6,7 @@ Only ``fimble.commands.eval`` imports this package; it sits beside the server as
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import time
@@ -58,16 +59,31 @@ def evaluate(
         index.close()
     rows: list[dict[str, Any]] = []
     total = len(prepared) * len(config.contexts) * len(config.models)
-    with tqdm(total=total, desc="completing", unit="line") as bar:
-        for model in config.models:
-            bar.set_postfix_str(model)
-            # No warmer: every sample is answered from its full prompt (context included), as the
-            # server does once a region is warm; the small cold-region prompt is bench/restart.py's.
-            engine = load_engine(model, threads=config.threads, warmup=False)
-            try:
-                rows += run_model(engine, model, prepared, config, bar.update)
-            finally:
-                engine.close()
+    out = out or Path("fimble-eval")
+    out.mkdir(parents=True, exist_ok=True)
+    interrupted = False
+    # Rows are also appended to samples.jsonl as they come: a long run stopped early keeps its work.
+    with tqdm(total=total, desc="completing", unit="line") as bar, open(
+        out / "samples.jsonl", "w", encoding="utf-8"
+    ) as log:
+
+        def keep(row: dict[str, Any]) -> None:
+            rows.append(row)
+            log.write(json.dumps(row, ensure_ascii=False) + "\n")
+            log.flush()
+
+        try:
+            for model in config.models:
+                bar.set_postfix_str(model)
+                # No warmer: every sample is answered from its full prompt (context included), as the
+                # server does once a region is warm; the small cold-region prompt is bench/restart.py's.
+                engine = load_engine(model, threads=config.threads, warmup=False)
+                try:
+                    run_model(engine, model, prepared, config, bar.update, on_row=keep)
+                finally:
+                    engine.close()
+        except KeyboardInterrupt:  # Ctrl-C: report what was measured so far
+            interrupted = True
     meta = {
         "source": pypi or str(root),
         "root": str(root),
@@ -82,9 +98,10 @@ def evaluate(
         "machine": machine_info(config.threads),
         "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(started)),
         "seconds": round(time.time() - started, 1),
+        "interrupted": interrupted,
     }
     report = build_report(rows, meta)
-    return report, write_report(report, out or Path("fimble-eval"))
+    return report, write_report(report, out)
 
 
 def _track(bar: Any, done: int, total: int) -> None:

@@ -177,18 +177,20 @@ def run_model(
     prepared: Sequence[Prepared],
     config: EvalConfig,
     progress: Progress | None = None,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Complete every prepared sample with and/or without its context on one loaded model.
 
-    Samples run in file and line order with the engine's KV cache kept between them, as when a user
-    moves down a file: ``tokens_evaluated`` and latency include that reuse (``prompt_tokens`` is the
-    whole prompt).
+    Each sample runs with and without context back to back, so an interrupted run still compares
+    them on the same lines. The prompts differ from their first context chunk on, so each evaluates
+    about what a cursor arriving in a new region costs (``tokens_evaluated``; ``prompt_tokens`` is
+    the whole prompt).
     """
     from fimble.completion.service import CompletionRequest, complete
 
     rows: list[dict[str, Any]] = []
-    for with_context in config.contexts:
-        for p in prepared:
+    for p in prepared:
+        for with_context in config.contexts:
             request = CompletionRequest(
                 text=p.text,
                 offset=p.offset,
@@ -202,6 +204,8 @@ def run_model(
             t0 = time.perf_counter()
             result = complete(engine, request)
             rows.append(_row(p, model, with_context, result, (time.perf_counter() - t0) * 1000))
+            if on_row:
+                on_row(rows[-1])
             if progress:
                 progress(1)
     return rows

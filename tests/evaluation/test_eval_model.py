@@ -38,6 +38,8 @@ def test_eval_writes_json_and_html_for_a_tiny_sdist(tmp_path: Path) -> None:
         if not r["context"]:
             assert r["chunks"] == []
     assert all(c["reason"] for r in rows for c in r["chunks"])
+    kept = (out / "samples.jsonl").read_text().splitlines()
+    assert [json.loads(line)["id"] for line in kept] == [r["id"] for r in rows]
     page = (out / "eval.html").read_text()
     assert "<svg" in page and "Recommendation" in page
     assert "exact" in done.stdout and "wrote" in done.stdout
