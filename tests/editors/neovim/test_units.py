@@ -48,6 +48,7 @@ def test_plugin_units(tmp_path: Path) -> None:
     assert data["mode"] == "plugin" and data["command"] is True
     assert data["complete"] == ["status", "toggle", "explain", "reindex"]
     assert data["config"]["cmd"] == ["fimble-not-installed"]
+    assert data["config"]["filetypes"] == ["lua"]  # a list option replaces the default list
     assert data["config"]["init_options"] == {"multiline": "auto"}
     assert data["config"]["inline"] == {"dynamicRegistration": False}
     assert data["hl"].get("link") == "Comment" and data["visible"] is False

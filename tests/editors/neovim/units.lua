@@ -25,12 +25,13 @@ results.shown = {
   { ghost.shown_text({ insertText = 'x', range = { start = pos(2, 0), ['end'] = pos(3, 17) } }, line, #line, 3, 'utf-16') },
 }
 local fimble = require('fimble')
-fimble.setup({ cmd = { 'fimble-not-installed' }, keymaps = { accept_word = false } })
+fimble.setup({ cmd = { 'fimble-not-installed' }, filetypes = { 'lua' }, keymaps = { accept_word = false } })
 results.mode = fimble.mode()
 results.command = vim.fn.exists(':Fimble') == 2
 results.complete = vim.fn.getcompletion('Fimble ', 'cmdline')
 results.config = vim.lsp.config and vim.lsp.config.fimble and {
   cmd = vim.lsp.config.fimble.cmd,
+  filetypes = vim.lsp.config.fimble.filetypes,
   init_options = vim.lsp.config.fimble.init_options,
   inline = vim.lsp.config.fimble.capabilities.textDocument.inlineCompletion,
 } or vim.NIL

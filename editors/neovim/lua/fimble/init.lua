@@ -94,11 +94,13 @@ local function map_keys(buf)
     end, { buffer = buf, expr = true, desc = desc })
   end
   if mode == 'builtin' then
-    vim.keymap.set('i', km.accept or '<Tab>', function()
-      if not vim.lsp.inline_completion.get() then
-        return km.accept or '<Tab>'
-      end
-    end, { buffer = buf, expr = true, desc = 'fimble: accept the suggestion' })
+    if km.accept then
+      vim.keymap.set('i', km.accept, function()
+        if not vim.lsp.inline_completion.get() then
+          return km.accept
+        end
+      end, { buffer = buf, expr = true, desc = 'fimble: accept the suggestion' })
+    end
     return
   end
   map(km.accept, 'accept', 'fimble: accept the suggestion')
@@ -125,7 +127,13 @@ end
 --- Configure and enable the `fimble` language server (call once, from your config).
 ---@param opts? fimble.Config
 function M.setup(opts)
-  M.config = vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), opts or {})
+  opts = opts or {}
+  M.config = vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), opts)
+  for _, key in ipairs({ 'cmd', 'filetypes', 'root_markers' }) do
+    if opts[key] then -- lists replace the default, not merge into it index by index
+      M.config[key] = opts[key]
+    end
+  end
   vim.api.nvim_set_hl(0, 'FimbleSuggestion', { link = M.config.hl_group, default = true })
   require('fimble.command').create()
   vim.api.nvim_clear_autocmds({ group = augroup })
