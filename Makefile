@@ -58,6 +58,7 @@ lint: install
 bench: install models
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/keystroke.py
+	$(BIN)/python -P bench/speculative.py
 	$(BIN)/python bench/index.py
 	$(BIN)/python bench/models.py
 	$(BIN)/python -P bench/shape.py
