@@ -3,11 +3,11 @@
 Cursors are placed in real standard-library files (code the benchmark did not write): at the start
 of a line whose content is removed (a multi-line completion, up to 64 tokens) or in the middle of a
 line whose rest is removed (a single-line completion). Each completion runs through the service path
-(FIM prompt, stop rules) twice on the same engine, plain and speculative in alternating order, and the
-two outputs must be identical. Also measures what a batch of n tokens costs at the end of a
-~1,500-token cache (the price of checking a draft). Writes JSON (default
-``bench/results/speculative.json``). Run under the CPU lock: ``flock /tmp/team/cpu.lock
-.venv/bin/python bench/speculative.py``.
+(FIM prompt, stop rules) twice from the same saved KV state, plain and speculative in alternating
+order, and the outputs are compared (where they differ: plain decoding's margin at that token).
+Also measures what a batch of n tokens costs at the end of a ~1,500-token cache (the price of
+checking a draft). Writes JSON (default ``bench/results/speculative.json``). Run: ``make bench`` or
+``.venv/bin/python -P bench/speculative.py`` (``-P``: ``bench/typing.py`` would shadow ``typing``).
 """
 
 from __future__ import annotations
