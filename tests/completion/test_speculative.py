@@ -111,3 +111,21 @@ def test_policy_update_ignores_empty_drafts() -> None:
 def test_stats_acceptance() -> None:
     assert DraftStats().acceptance == 0.0
     assert DraftStats(drafts=2, drafted=8, accepted=6).acceptance == 0.75
+
+
+def test_bulk_extend_indexes_like_appending_one_by_one() -> None:
+    import random
+
+    rng = random.Random(5)
+    tokens = [rng.randrange(30) for _ in range(400)]
+    one_by_one = PromptLookup()
+    for tok in tokens:
+        one_by_one.append(tok)
+    split = PromptLookup(tokens[:150])
+    split.extend(tokens[150:])
+    for lookup in (PromptLookup(tokens), split):
+        for k in (1, 5):
+            assert lookup.draft(k) == one_by_one.draft(k)
+        lookup.extend([7, 8])
+        one_by_one.extend([7, 8])
+        assert lookup.match() == one_by_one.match()
