@@ -118,14 +118,20 @@ def test_bulk_extend_indexes_like_appending_one_by_one() -> None:
 
     rng = random.Random(5)
     tokens = [rng.randrange(30) for _ in range(400)]
-    one_by_one = PromptLookup()
-    for tok in tokens:
-        one_by_one.append(tok)
+
+    def one_by_one() -> PromptLookup:
+        lookup = PromptLookup()
+        for tok in tokens:
+            lookup.append(tok)
+        return lookup
+
     split = PromptLookup(tokens[:150])
     split.extend(tokens[150:])
     for lookup in (PromptLookup(tokens), split):
+        reference = one_by_one()
+        assert lookup._tables == reference._tables
         for k in (1, 5):
-            assert lookup.draft(k) == one_by_one.draft(k)
+            assert lookup.draft(k) == reference.draft(k)
         lookup.extend([7, 8])
-        one_by_one.extend([7, 8])
-        assert lookup.match() == one_by_one.match()
+        reference.extend([7, 8])
+        assert lookup.match() == reference.match()
