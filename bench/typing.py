@@ -297,6 +297,7 @@ def _summary(keys: list[dict[str, Any]]) -> dict[str, Any]:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     from fimble.models import store
 
+    load_at_start = [round(x, 2) for x in os.getloadavg()]  # others' work skews the numbers: say so
     model = str(store.resolve(args.model))
     root = _sdist(args.pypi)
     home = Path(tempfile.mkdtemp(prefix="fimble-typing-"))
@@ -376,6 +377,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "bench": "typing",
         "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+        "load_average_at_start": load_at_start,
         "model": args.model,
         "source": args.pypi,
         "files": [str(f.relative_to(root)) for f in files],

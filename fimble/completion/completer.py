@@ -8,11 +8,12 @@ cancel or disconnect.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -138,6 +139,8 @@ class Completer:
         of the request it answers when that is not the job's own (a re-run for an adopter)."""
         self._cancel_prefetch()
         flight = Flight(key or "", request.prefix, request.suffix, request.path, request.max_tokens)
+        multiline = request.multiline
+        flight.multiline = wants_multiline(request.prefix, request.suffix) if multiline is None else multiline
         cancel = FlightCancel(flight)
 
         def on_text(text: str) -> None:
@@ -382,20 +385,37 @@ class Completer:
             self.worker.cancel(job)
 
     def detach(self, job: Job[Any]) -> bool:
-        """The caller of ``job`` stops waiting (its deadline passed) while the model is still reading
-        the prompt: let the generation run on instead of aborting it. Aborting would drop the batch
-        under way (up to 512 tokens, ~5 s of a 1.5B model on two cores), so on a long first prompt
-        each keystroke would start over and none would ever be answered; run on, it fills the KV
-        cache, the type-ahead and the completion cache, and the next keystroke waits for it
-        (adoption). Returns False when text was produced (the caller keeps its whole lines)."""
+        """The caller of ``job`` stops waiting (its deadline passed). Returns True when it should
+        return nothing at once: the model is still reading the prompt, and that reading runs on
+        instead of being aborted. Aborting would drop the batch under way (up to 512 tokens, ~5 s of
+        a 1.5B model on two cores), so on a long first prompt each keystroke would start over and
+        none would ever be answered; run on, it fills the KV cache, the type-ahead and the
+        completion cache, and the next keystroke waits for it (adoption).
+
+        When text was produced and others still wait on the generation, the caller's future gets
+        the text so far now (it keeps its whole lines) and the generation goes on for them."""
         with self._lock:
             for flight in self._flights.values():
                 if any(t is job.cancel for t in flight.waiters):
-                    if not flight.running or flight.finished or flight.produced:
-                        return False
-                    flight.keep_alive = True
-                    job.cancel.cancel("detached")  # nobody waits for this answer any more
-                    return True
+                    break
+            else:
+                return False
+            if not flight.running or flight.finished:
+                return False
+            if not flight.produced:
+                flight.keep_alive = True
+                job.cancel.cancel("detached")  # nobody waits for this answer any more
+                return True
+            others = any(t is not job.cancel and not t.cancelled for t in flight.waiters)
+            if not (flight.keep_alive or others):
+                return False  # the caller's cancel stops the generation within a token
+            typed = next((t for j, t, _r in flight.adopters if j is job), "")
+            produced = flight.produced
+        job.cancel.cancel("deadline")
+        text = produced[len(typed) :] if produced.startswith(typed) else ""
+        gen = Generation(text, (), "cancelled", 0, 0, 0, 0.0, 0.0)
+        with contextlib.suppress(InvalidStateError):  # the generation ended meanwhile
+            job.future.set_result(CompletionResult(text, flight.multiline, gen, ()))
         return False
 
     def cancel(self, job: Job[Any], reason: str = "cancelled") -> None:

@@ -116,6 +116,7 @@ class Flight:
     running: bool = False
     finished: bool = False
     dead: bool = False
+    multiline: bool = False  # the shape of its answer (for a caller that takes its text so far)
     keep_alive: bool = False  # a caller stopped waiting mid-prompt: only a supersede stops it now
 
     @property

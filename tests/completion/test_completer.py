@@ -252,8 +252,25 @@ def test_a_caller_may_stop_waiting_while_the_prompt_is_read_without_aborting_it(
     later = completer.submit(request("xs.a"), key="doc")  # the next keystroke waits for it
     engine.step.release(1)
     _wait(lambda: completer._flights["doc"].produced == "a")
-    assert not completer.detach(later)  # text produced: the caller takes its whole lines instead
+    assert not completer.detach(later)  # text produced: the caller takes what there is at once
+    assert later.future.result(0).stop_reason == "cancelled"
     engine.step.release(100)
-    assert later.future.result(5).text == "ppend(x)" and engine.calls == 1
     assert first.future.result(5).stop_reason == "eog"  # ran to the end though nobody waited
+    typed = completer.submit(request("xs.ap"), key="doc")  # and the next keystroke is answered
+    assert typed.future.result(0).text == "pend(x)" and engine.calls == 1
+    completer.close()
+
+
+def test_a_late_caller_takes_the_text_so_far_while_the_generation_goes_on_for_others() -> None:
+    engine = StreamingEngine("append(x)\n")
+    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    first = completer.submit(request("xs."), key="doc")
+    engine.step.release(4)
+    _wait(lambda: completer._flights["doc"].produced == "appe")
+    later = completer.submit(request("xs.a"), key="doc")  # adopts
+    assert not completer.detach(later)  # its deadline: text produced, the first still waits
+    assert later.future.done() and later.future.result().text == "ppe"
+    assert later.future.result().stop_reason == "cancelled" and later.cancel.reason == "deadline"
+    engine.step.release(100)
+    assert first.future.result(5).text == "append(x)" and engine.calls == 1
     completer.close()
