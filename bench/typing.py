@@ -338,6 +338,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 file=sys.stderr,
             )
     main_phase = _summary(keys)
+    args.out.parent.mkdir(parents=True, exist_ok=True)  # a checkpoint, in case the rest is cut short
+    args.out.write_text(
+        json.dumps({"partial": True, "typing": main_phase, "first_request": firsts}, indent=2)
+    )
     # Replay seen lines again (mostly answered without the model) until N keystrokes, then RSS.
     total = len(keys)
     while total < args.rss_keystrokes:
