@@ -1,0 +1,1 @@
+print("naïve café", fmt(<CURSOR>))

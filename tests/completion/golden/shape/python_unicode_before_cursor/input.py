@@ -1,0 +1,2 @@
+# größe → taille
+def größe(wert: str) -> int:<CURSOR>
