@@ -190,7 +190,10 @@ async def _keystroke(s: Session, uri: str, line: int, col: int, label: str) -> d
     return {
         "label": label,
         "ms": round(ms, 1),
-        "how": engine.get("stop_reason", last.get("outcome", "none")),
+        # Without a result (deadline while reading the prompt) ``engine`` is the previous request's.
+        "how": last.get("outcome")
+        if last.get("outcome") == "deadline_prompt"
+        else engine.get("stop_reason", "none"),
         "evaluated": engine.get("tokens_evaluated", 0),
         "shown": bool(items),
     }
