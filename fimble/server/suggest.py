@@ -182,6 +182,9 @@ class Suggester:
         """
         loop = asyncio.get_running_loop()
         mirror: asyncio.Future[CompletionResult] = loop.create_future()
+        # Nobody awaits the mirror once the request was cancelled or detached; mark its outcome as
+        # seen, or asyncio logs "Future exception was never retrieved" on every superseded keystroke.
+        mirror.add_done_callback(lambda f: f.cancelled() or f.exception())
 
         def transfer(src: Any) -> None:
             if mirror.done():
