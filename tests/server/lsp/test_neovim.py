@@ -118,3 +118,5 @@ def test_neovim_gets_a_suggestion_with_the_readme_config(tmp_path: Path) -> None
     [fallback] = data["fallback"]["result"]["items"]
     assert fallback["labelDetails"]["description"] == "fimble", data
     assert fallback["textEdit"]["range"]["end"] == {"line": 7, "character": 21}, data
+    # Neovim declares snippet support; as a snippet its completion inserts the whole text, not one word.
+    assert fallback["insertTextFormat"] == 2, data

@@ -4,6 +4,10 @@ The suggestion becomes one completion item whose text edit replaces the word bei
 word plus the continuation, so clients that filter items by the typed word keep it listed. It is
 marked as fimble's (label detail, detail, documentation with the full suggestion) and sorted first.
 The list is always marked incomplete, so the client asks again on the next keystroke.
+
+Clients that expand snippets get the text as an escaped snippet: Neovim's own completion inserts a
+plain-text edit only up to its first blank (``dt.date(year,``), but a snippet whole. Snippet clients
+indent every following line like the cursor's line, so that indentation is taken off those lines.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ if TYPE_CHECKING:
     from fimble.server.documents import Document
     from fimble.server.lsp.server import FimbleServer
 
-__all__ = ["register_if_wanted", "to_item", "word_start"]
+__all__ = ["as_snippet", "register_if_wanted", "to_item", "word_start"]
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +38,26 @@ def word_start(text: str, offset: int) -> int:
     while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
         start -= 1
     return start
+
+
+def as_snippet(text: str, line: str) -> str | None:
+    """``text`` as a snippet that expands to itself after ``line`` (the line before the cursor),
+    or None when a following line is indented less than ``line`` (a snippet cannot say so)."""
+    base = line[: len(line) - len(line.lstrip(" \t"))]
+    first, *rest = text.split("\n")
+    lines = [first]
+    for following in rest:
+        if following.strip() and not following.startswith(base):
+            return None
+        lines.append(following[len(base) :] if following.startswith(base) else following.lstrip(" \t"))
+    joined = "\n".join(lines)
+    return joined.replace("\\", "\\\\").replace("$", "\\$").replace("}", "\\}")
+
+
+def _snippet_support(ls: FimbleServer) -> bool:
+    td = ls.client_capabilities.text_document
+    item_caps = td.completion.completion_item if td and td.completion else None
+    return bool(item_caps and item_caps.snippet_support)
 
 
 def _label(word: str, suggestion: str) -> str:
@@ -58,6 +82,8 @@ def to_item(ls: FimbleServer, doc: Document, offset: int, suggestion: Suggestion
     word = doc.text[start:offset]
     new_text = word + suggestion.text
     line = doc.text[:offset].rsplit("\n", 1)[-1]
+    snippet = as_snippet(new_text, line) if _snippet_support(ls) else None
+    text_format = types.InsertTextFormat.PlainText if snippet is None else types.InsertTextFormat.Snippet
     return types.CompletionItem(
         label=_label(word, suggestion.text),
         label_details=types.CompletionItemLabelDetails(description="fimble"),
@@ -66,8 +92,11 @@ def to_item(ls: FimbleServer, doc: Document, offset: int, suggestion: Suggestion
         documentation=_documentation(ls, (doc.language_id or "").lower(), line + suggestion.text),
         sort_text="!fimble",  # before letters and digits: listed first
         filter_text=new_text,
-        insert_text_format=types.InsertTextFormat.PlainText,
-        text_edit=types.TextEdit(range=convert.lsp_range(ls, doc, start, offset), new_text=new_text),
+        insert_text_format=text_format,
+        text_edit=types.TextEdit(
+            range=convert.lsp_range(ls, doc, start, offset),
+            new_text=new_text if snippet is None else snippet,
+        ),
         command=convert.accept_command(suggestion),
     )
 
