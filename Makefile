@@ -62,6 +62,7 @@ bench: install models
 	$(BIN)/python bench/index.py
 	$(BIN)/python bench/models.py
 	$(BIN)/python -P bench/shape.py
+	$(BIN)/python -P bench/stops.py
 	$(BIN)/python -P bench/restart.py
 
 clean:
