@@ -372,6 +372,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     s.open(uri, _blank(texts[f], index))
     same = await _type_line(s, uri, texts[f], index, "restart_same_request", 0, limit=args.restart_keystrokes)
     restart.append({"kind": "same_request", "ms": same[0]["ms"], "how": same[0]["how"]})
+    # The first keystroke that had been answered by the model before the restart comes from disk.
+    cached = [k for k in same if k["how"] == "cached"]
+    if cached:
+        restart.append({"kind": "first_cached", "ms": cached[0]["ms"], "how": "cached"})
     s.close(uri)
     fresh = next(i for i in _pick_lines(random.Random(args.seed + 1), texts[f], 5) if i not in picks[f])
     s.open(uri, _blank(texts[f], fresh))
@@ -422,7 +426,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--pace-ms", type=int, default=0, help="0: wait for each suggestion")
     parser.add_argument("--rss-keystrokes", type=int, default=2000)
-    parser.add_argument("--restart-keystrokes", type=int, default=8)
+    parser.add_argument("--restart-keystrokes", type=int, default=20)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--out", type=Path, default=Path("bench/results/typing.json"))
     args = parser.parse_args()
