@@ -19,9 +19,27 @@ export interface ServerSettings {
   languages?: Record<string, boolean>;
   index?: { exclude: string[] };
   acceptanceLog?: boolean;
+  prefixTokens?: number;
+  suffixTokens?: number;
+  firstSuggestionMs?: number;
+  kvStateMb?: number;
+  speculative?: boolean;
 }
 
-const SCALARS = ['enable', 'threads', 'maxTokens', 'multiline', 'debounceMs', 'deadlineMs', 'acceptanceLog'] as const;
+const SCALARS = [
+  'enable',
+  'threads',
+  'maxTokens',
+  'multiline',
+  'debounceMs',
+  'deadlineMs',
+  'acceptanceLog',
+  'prefixTokens',
+  'suffixTokens',
+  'firstSuggestionMs',
+  'kvStateMb',
+  'speculative',
+] as const;
 
 export function serverSettings(get: Get): ServerSettings {
   const out: Record<string, unknown> = {};

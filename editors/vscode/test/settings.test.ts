@@ -43,3 +43,14 @@ test('per-language switches and index excludes pass through', () => {
   const got = serverSettings((k) => values[k]);
   assert.deepEqual(got, { languages: { markdown: false, '*': true }, index: { exclude: ['**/vendor/**'] } });
 });
+
+test('budget, warm-up, KV-state and speculative settings pass through when set', () => {
+  const values: Record<string, unknown> = {
+    prefixTokens: 1024,
+    suffixTokens: 32,
+    firstSuggestionMs: 0,
+    kvStateMb: 256,
+    speculative: false,
+  };
+  assert.deepEqual(serverSettings((k) => values[k]), values);
+});
