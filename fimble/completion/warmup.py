@@ -188,14 +188,16 @@ class Warmer:
         """The full prompt, with the prefix budget among ``_FACTORS`` that evaluates the least."""
         last = self._factors.get(key or "", 1.0)
         order = [last] + [f for f in _FACTORS if f != last]
+        # Judged by tokens reused, not by cost: a shorter prompt is cheaper but no warmer.
         best, best_cost, best_factor = full, cost, 1.0
+        best_reused = len(full) - cost
         for factor in order:
             if factor == 1.0:
                 continue
             alt = rebuild(int(prefix_budget * factor), suffix_budget, True)
             alt_cost = engine.evaluation_cost(alt.tokens, alt.stable_len)
-            if alt_cost + _SMALL_GAIN <= best_cost:
-                best, best_cost, best_factor = alt, alt_cost, factor
+            if len(alt) - alt_cost >= best_reused + _SMALL_GAIN:
+                best, best_cost, best_factor, best_reused = alt, alt_cost, factor, len(alt) - alt_cost
             if best_cost <= threshold:
                 break
         self._factors[key or ""] = best_factor

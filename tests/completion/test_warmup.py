@@ -179,3 +179,17 @@ def test_a_cold_prompt_takes_the_prefix_start_the_cache_holds() -> None:
     seen.clear()
     warmer.choose(engine, default, rebuild, prefix_budget=1536, suffix_budget=64, key="a.py")  # type: ignore[arg-type]
     assert seen[0] == (int(1536 * 1.15), True)
+
+
+def test_a_shorter_cold_prompt_is_not_taken_for_a_warm_one() -> None:
+    engine, warmer = FakeEngine(), Warmer()
+    full = _prompt(400, 1200, 64)
+
+    def rebuild(prefix_budget: int, suffix_budget: int, context: bool) -> FimPrompt:
+        return (
+            _prompt(400, prefix_budget // 2, 64, base=70_000) if context else _prompt(0, 60, 20, base=90_000)
+        )
+
+    warmer.choose(engine, full, rebuild, prefix_budget=1536, suffix_budget=64, key="b.py")  # type: ignore[arg-type]
+    assert warmer.pending and warmer._target is not None
+    assert warmer._target.tokens == full.tokens  # the full prompt is what gets warmed, not a shorter one
