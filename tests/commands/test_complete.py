@@ -145,7 +145,10 @@ def test_explain_shows_the_indexed_context_in_the_prompt(tmp_path: Path) -> None
     result = json.loads(out.stdout)
     context = [p for p in result["parts"] if p["kind"] == "context"]
     assert [p["path"] for p in context] == ["shapes/geometry.py"]
-    assert context[0]["reason"] == "imported: rectangle_area"
+    # The imported module's outline, or the same file found by BM25 (its whole text, which the
+    # ranking prefers when both mention the names around the cursor): either way, with its reason.
+    reason = context[0]["reason"]
+    assert reason == "imported: rectangle_area" or reason.startswith("similar code (bm25"), reason
     assert result["note"] is None
     text = run("explain", f"{app}:5:16", "-m", str(model_path(SMALL)), "-n", "8", env=home)
-    assert "shapes/geometry.py  imported: rectangle_area" in text.stdout
+    assert f"shapes/geometry.py  {reason}" in text.stdout

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -51,10 +52,14 @@ def test_longer_state_replaces_its_prefixes(tmp_path: Path) -> None:
 def test_lru_eviction_keeps_the_bound(tmp_path: Path) -> None:
     store = KVStore(tmp_path, max_bytes=3 * 1100)
     a = store.save([1] * 10, _blob(1000))
-    store.save([2] * 10, _blob(1000))
-    assert a is not None
+    b = store.save([2] * 10, _blob(1000))
+    assert a is not None and b is not None
+    # Recency is the files' mtime; file timestamps come from a coarse clock, so on a busy machine two
+    # saves and a touch can share one tick. Put a and b clearly apart: b written long ago, a used now.
+    past = time.time() - 100
+    os.utime(a.path, (past - 1, past - 1))
+    os.utime(b.path, (past, past))
     store.touch(a)  # a is now more recent than b
-    os.utime(a.path)
     store.save([3] * 10, _blob(1000))
     store.save([4] * 10, _blob(1000))
     firsts = sorted(int(e.tokens[0]) for e in store.entries())
