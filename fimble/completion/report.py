@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from fimble.completion.engine import Generation
     from fimble.completion.service import CompletionResult
 
-__all__ = ["explanation", "explanation_lines", "timings_line"]
+__all__ = ["explanation", "explanation_lines", "generation_stats", "timings_line"]
 
 
 def timings_line(gen: Generation) -> str:
@@ -26,14 +26,10 @@ def timings_line(gen: Generation) -> str:
     )
 
 
-def explanation(result: CompletionResult) -> dict[str, Any]:
-    """The prompt's parts (kind, tokens, reason, file), KV reuse, timings, shape and stop reason."""
-    gen = result.generation
+def generation_stats(gen: Generation) -> dict[str, Any]:
+    """What a generation cost: KV reuse, timings, speculative drafts and how it stopped."""
     return {
-        "parts": [
-            {"kind": p.kind, "tokens": p.tokens, "reason": p.reason, **({"path": p.path} if p.path else {})}
-            for p in result.parts
-        ],
+        "stop_reason": gen.stop_reason,
         "prompt_tokens": gen.prompt_tokens,
         "tokens_evaluated": gen.tokens_evaluated,
         "tokens_reused": gen.tokens_reused,
@@ -42,9 +38,20 @@ def explanation(result: CompletionResult) -> dict[str, Any]:
         "generation_ms": round(gen.generation_ms, 1),
         "drafted": gen.drafted,  # speculative decoding: draft tokens checked, and accepted
         "accepted": gen.accepted,
+    }
+
+
+def explanation(result: CompletionResult) -> dict[str, Any]:
+    """The prompt's parts (kind, tokens, reason, file), KV reuse, timings, shape and stop reason."""
+    gen = result.generation
+    return {
+        "parts": [
+            {"kind": p.kind, "tokens": p.tokens, "reason": p.reason, **({"path": p.path} if p.path else {})}
+            for p in result.parts
+        ],
+        **generation_stats(gen),
         "multiline": result.multiline,
         "shape": result.shape,
-        "stop_reason": gen.stop_reason,
         "chars": len(result.text),
         "lines": explanation_lines(result),
     }

@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
-from fimble.completion.report import explanation
+from fimble.completion.report import explanation, generation_stats
 from fimble.completion.service import CompletionRequest, CompletionResult
 from fimble.completion.worker import Job
 from fimble.errors import Cancelled, FimbleError
@@ -77,23 +77,6 @@ def whole_lines(text: str) -> str:
     """The complete lines of a cut-off multi-line suggestion (nothing if the first is unfinished)."""
     cut = text.rfind("\n")
     return text[:cut].rstrip() if cut > 0 and text[:cut].strip() else ""
-
-
-def _engine_stats(result: CompletionResult) -> dict[str, Any]:
-    """What this request cost; ``stop_reason`` says how it was answered without the model
-    (typed_through, cached, adopted) — read by ``fimble.status`` and bench/typing.py."""
-    gen = result.generation
-    return {
-        "stop_reason": gen.stop_reason,
-        "prompt_tokens": gen.prompt_tokens,
-        "tokens_evaluated": gen.tokens_evaluated,
-        "tokens_reused": gen.tokens_reused,
-        "tokens_generated": len(gen.tokens),
-        "prompt_ms": round(gen.prompt_ms, 1),
-        "generation_ms": round(gen.generation_ms, 1),
-        "drafted": gen.drafted,  # speculative decoding: draft tokens checked, and accepted
-        "accepted": gen.accepted,
-    }
 
 
 class Suggester:
@@ -163,7 +146,8 @@ class Suggester:
                 return None
             job = self.completer.submit(replace(request, context_files=context), key=query.key)
         result = await self._await(job, deadline, timeline)
-        timeline["engine"] = _engine_stats(result) if result is not None else dict(self.completer.last)
+        last = self.completer.last
+        timeline["engine"] = generation_stats(result.generation) if result is not None else dict(last)
         if result is not None:  # what `fimble explain` shows, for `fimble.status`
             timeline["explain"] = explanation(result)
         if result is not None and not self._newest(query.key, seq):
