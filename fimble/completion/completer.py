@@ -23,6 +23,7 @@ from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine, Generation
 from fimble.completion.fim import FimPrompt
 from fimble.completion.loading import load_engine
+from fimble.completion.report import generation_stats
 from fimble.completion.service import CompletionRequest, CompletionResult, complete, wants_multiline
 from fimble.completion.typeahead import Flight, FlightCancel, TypeAhead
 from fimble.completion.worker import Busy, EngineWorker, Job
@@ -333,17 +334,7 @@ class Completer:
             s.tokens_evaluated += gen.tokens_evaluated
             s.tokens_reused += gen.tokens_reused
             s.tokens_generated += len(gen.tokens)
-            self.last = {
-                "path": path,
-                "queued_ms": round(queued_ms, 1),
-                "prompt_ms": round(gen.prompt_ms, 1),
-                "generation_ms": round(gen.generation_ms, 1),
-                "prompt_tokens": gen.prompt_tokens,
-                "tokens_evaluated": gen.tokens_evaluated,
-                "tokens_reused": gen.tokens_reused,
-                "tokens_generated": len(gen.tokens),
-                "stop_reason": gen.stop_reason,
-            }
+            self.last = {"path": path, "queued_ms": round(queued_ms, 1), **generation_stats(gen)}
 
     # -- prefetch ------------------------------------------------------------------------------------
 

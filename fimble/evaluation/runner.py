@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fimble.completion.fim import PREFIX_TOKENS, SUFFIX_TOKENS
+from fimble.completion.report import generation_stats
 from fimble.evaluation.metrics import first_line, score
 from fimble.evaluation.samples import Sample, choose_samples, identifiers, mask
 
@@ -155,14 +156,8 @@ def _row(p: Prepared, model: str, with_context: bool, result: Any, elapsed_ms: f
         "identifier_f1": sc.identifier_f1,
         "latency_ms": round(latency, 1),
         "context_ms": p.context_ms if with_context else 0.0,
-        "prompt_ms": round(gen.prompt_ms, 1),
-        "generation_ms": round(gen.generation_ms, 1),
-        "prompt_tokens": gen.prompt_tokens,
-        "tokens_evaluated": gen.tokens_evaluated,
-        "tokens_reused": gen.tokens_reused,
-        "tokens_generated": len(gen.tokens),
+        **generation_stats(gen),
         "context_tokens": sum(part.tokens for part in result.parts if part.kind == "context"),
-        "stop_reason": gen.stop_reason,
         "chunks": [
             {"path": part.path, "reason": part.reason, "tokens": part.tokens}
             for part in result.parts
