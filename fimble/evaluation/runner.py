@@ -9,18 +9,18 @@ once per sample and reused for every model, so models are compared on identical 
 
 from __future__ import annotations
 
-import builtins
-import keyword
+import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fimble.completion.fim import PREFIX_TOKENS, SUFFIX_TOKENS
 from fimble.completion.report import generation_stats
+from fimble.evaluation.crossfile import Resolver, classify, code_uses
 from fimble.evaluation.metrics import first_line, score
-from fimble.evaluation.samples import Sample, choose_samples, identifiers, mask
+from fimble.evaluation.samples import Sample, choose_samples, mask
 
 if TYPE_CHECKING:
     from fimble.completion.engine import Engine
@@ -30,9 +30,6 @@ __all__ = ["EvalConfig", "Prepared", "cross_file_names", "open_index", "prepare"
 
 Progress = Callable[[int], None]  # advance a progress bar by n
 ContextFiles = tuple[tuple[str, str, str], ...]
-
-_COMMON = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {"self", "cls"}
-
 
 @dataclass(frozen=True)
 class EvalConfig:
@@ -60,33 +57,70 @@ class Prepared:
     context_ms: float = 0.0
 
 
-def cross_file_names(
-    sample: Sample, defined_in: Callable[[str], frozenset[str]], names: Iterable[str] | None = None
-) -> list[str]:
-    """Names in the sample's truth that are defined in another workspace file and not in its own.
+def cross_file_names(line: str, column: int, resolver: Resolver) -> list[str]:
+    """Names the code of ``line`` uses from ``column`` on that resolve, through the file's imports,
+    to a definition in another workspace file (``fimble.evaluation.crossfile``)."""
+    return classify(code_uses(line, column), resolver)
 
-    ``defined_in(name)`` gives the workspace paths defining ``name``. Builtins, keywords and short
-    names are left out (``self.get`` says little about which file's ``get``).
-    """
-    out: list[str] = []
-    for name in dict.fromkeys(names if names is not None else identifiers(sample.truth)):
-        if len(name) < 3 or name in _COMMON:
+
+_HOPS = 3  # tests -> package __init__ -> module -> its base classes' module
+
+
+def _bound_names(imp: Any, lines: Sequence[str]) -> list[str]:
+    """The names an import binds in the importing file (``a as b`` binds ``b``; ``import a.b``
+    binds ``a``)."""
+    window = " ".join(lines[imp.line : imp.line + 30])
+    out = []
+    for name in imp.names or (imp.spec,):
+        if not imp.names:
+            alias = re.search(rf"\bimport\s+{re.escape(name)}\s+as\s+([A-Za-z_][A-Za-z0-9_]*)", window)
+            out.append(alias.group(1) if alias else name.split(".")[0])
             continue
-        where = defined_in(name)
-        if where and sample.path not in where:
-            out.append(name)
+        alias = re.search(rf"\b{re.escape(name)}\s+as\s+([A-Za-z_][A-Za-z0-9_]*)", window)
+        out.append(alias.group(1) if alias else name)
     return out
 
 
-def _defined_in(index: WorkspaceIndex) -> Callable[[str], frozenset[str]]:
-    cache: dict[str, frozenset[str]] = {}
+def _resolver_factory(index: WorkspaceIndex, texts: Mapping[str, str]) -> Callable[[str], Resolver]:
+    """Per file: the names its imports bind and those reachable through them (``_HOPS`` levels of
+    imports, so a package's re-exports and a class's base module count)."""
+    imports: dict[str, tuple[Any, ...]] = {}
+    defined: dict[str, frozenset[str]] = {}
 
-    def lookup(name: str) -> frozenset[str]:
-        if name not in cache:
-            cache[name] = frozenset(d.path for d in index.definitions(name, limit=50))
-        return cache[name]
+    def imports_of(path: str) -> tuple[Any, ...]:
+        if path not in imports:
+            imports[path] = tuple(index.imports_of(path))
+        return imports[path]
 
-    return lookup
+    def names_in(path: str) -> frozenset[str]:
+        if path not in defined:
+            defined[path] = frozenset(d.name for d in index.file_outline(path))
+        return defined[path]
+
+    def make(path: str) -> Resolver:
+        lines = texts.get(path, "").split("\n")
+        bound: dict[str, tuple[str, ...]] = {}
+        external: set[str] = set()
+        frontier: list[str] = []
+        for imp in imports_of(path):
+            if not imp.targets:
+                external.update(_bound_names(imp, lines))
+                continue
+            frontier.extend(imp.targets)
+            if imp.names:  # ``import pkg`` binds a module, not a definition: ``pkg.name`` counts
+                for name in _bound_names(imp, lines):
+                    bound[name] = tuple(imp.targets)
+        reach: set[str] = set()
+        for _ in range(_HOPS):
+            frontier = [t for t in dict.fromkeys(frontier) if t not in reach and t != path]
+            reach.update(frontier)
+            frontier = [t for f in frontier for imp in imports_of(f) for t in imp.targets]
+        names: set[str] = set()
+        for f in reach:
+            names |= names_in(f)
+        return Resolver(bound, names_in(path), names.__contains__, frozenset(external))
+
+    return make
 
 
 def prepare(
@@ -101,15 +135,18 @@ def prepare(
     from fimble.completion.context import ContextGatherer
 
     root = index.root
-    defined_in = _defined_in(index)
-    samples = choose_samples(
-        files,
-        config.samples,
-        seed=config.seed,
-        classify=lambda s: cross_file_names(s, defined_in),
-        cross_share=config.cross_share,
-    )
     texts = dict(files)
+    resolvers: dict[str, Resolver] = {}
+
+    def cross(s: Sample) -> list[str]:
+        if s.path not in resolvers:
+            resolvers[s.path] = make_resolver(s.path)
+        return cross_file_names(texts[s.path].split("\n")[s.line], s.column, resolvers[s.path])
+
+    make_resolver = _resolver_factory(index, texts)
+    samples = choose_samples(
+        files, config.samples, seed=config.seed, classify=cross, cross_share=config.cross_share
+    )
     out: list[Prepared] = []
     touched: set[str] = set()
     try:

@@ -35,8 +35,9 @@ _MIN_CHARS, _MAX_CHARS = 6, 120
 class Sample:
     """One masked line. ``line`` is 0-based; ``column`` is the cursor's character column in it.
 
-    ``cross_file`` names the symbols of the truth that are defined in another workspace file (and not
-    in this one): the lines repository context is meant to help with.
+    ``cross_file`` names the symbols the truth's code uses that resolve, through this file's imports,
+    to another workspace file (``fimble.evaluation.crossfile``): the lines repository context is
+    meant to help with.
     """
 
     path: str  # workspace-relative, "/" separators

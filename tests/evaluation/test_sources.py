@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 
 from fimble.errors import InputError
-from fimble.evaluation.runner import cross_file_names
-from fimble.evaluation.samples import Sample
 from fimble.evaluation.sources import fetch_sdist, source_files
 
 
@@ -49,12 +47,3 @@ def test_source_files_lists_code_only(tmp_path: Path) -> None:
     with pytest.raises(InputError):
         source_files(tmp_path / "missing")
 
-
-def test_cross_file_names_need_a_definition_elsewhere_only() -> None:
-    where = {
-        "Session": frozenset({"s.py"}),
-        "helper": frozenset({"a.py", "s.py"}),
-        "len": frozenset({"b.py"}),
-    }
-    sample = Sample("a.py", 3, 4, "line_start", "s = Session(helper(len(x)))")
-    assert cross_file_names(sample, lambda n: where.get(n, frozenset())) == ["Session"]

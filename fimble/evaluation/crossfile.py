@@ -1,0 +1,135 @@
+"""Which masked lines use another workspace file's symbols: the lines repository context is for.
+
+A name counts only when it *resolves* to another file, not when something of that name happens to be
+defined somewhere: ``jsonify(result=a + b)`` uses ``jsonify`` (imported from the package) but not
+``result`` (a keyword argument that a test elsewhere also defines). The rules, over one line's code
+(strings, comments, keyword-argument and assignment targets, and names being defined are skipped):
+
+* a bare name is cross-file when this file binds it by an import that resolves to a workspace file
+  (``from .app import Flask`` -> ``Flask``) and does not define it itself;
+* an attribute (``obj.name``, ``module.name``) is cross-file when ``name`` is defined in a workspace
+  file reachable through this file's imports (two hops: a package's ``__init__`` re-exports) and not
+  in this file.
+
+Pure functions over strings and small lookups, so they are tested without an index.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+__all__ = ["Resolver", "Use", "classify", "code_uses"]
+
+_COMMON = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {"self", "cls"}
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DEFINING = ("def", "class", "function", "fn", "func", "struct", "interface", "type", "enum", "trait")
+
+
+@dataclass(frozen=True)
+class Use:
+    """A name the code of a line uses; ``qualifier`` is the name before the dot of ``a.name``."""
+
+    name: str
+    qualifier: str | None = None
+
+
+def _code_mask(line: str) -> list[bool]:
+    """Per character, whether it is code (not inside a string literal or a comment)."""
+    out = [True] * len(line)
+    quote: str | None = None
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if quote is not None:
+            out[i] = False
+            if ch == "\\":
+                if i + 1 < len(line):
+                    out[i + 1] = False
+                i += 2
+                continue
+            if line.startswith(quote, i):
+                for k in range(len(quote)):
+                    out[i + k] = False
+                i += len(quote)
+                quote = None
+                continue
+            i += 1
+            continue
+        if ch == "#" or line.startswith("//", i):
+            for k in range(i, len(line)):
+                out[k] = False
+            break
+        if ch in "\"'`":
+            quote = line[i : i + 3] if line.startswith(ch * 3, i) else ch
+            for k in range(len(quote)):
+                out[i + k] = False
+            i += len(quote)
+            continue
+        i += 1
+    return out
+
+
+def code_uses(line: str, column: int = 0) -> list[Use]:
+    """Names used by the code of ``line`` from ``column`` on (the masked rest), in order, each once.
+
+    Skipped: names in strings and comments, ``name=`` (a keyword argument or an assignment target,
+    not a use), the name after ``def``/``class`` (being defined), builtins, keywords and names
+    shorter than three characters.
+    """
+    code = _code_mask(line)
+    out: dict[Use, None] = {}
+    for m in _IDENT.finditer(line):
+        start, end = m.span()
+        if start < column or not code[start]:
+            continue
+        name = m.group()
+        if len(name) < 3 or name in _COMMON:
+            continue
+        rest = line[end:].lstrip()
+        if rest.startswith("=") and not rest.startswith("=="):
+            continue
+        before = line[:start].rstrip()
+        if before.split()[-1:] and before.split()[-1] in _DEFINING:
+            continue
+        qualifier = None
+        if before.endswith(".") and before[:-1].rstrip():
+            q = _IDENT.findall(before[:-1].rstrip()[-60:])
+            tail = before[:-1].rstrip()
+            qualifier = q[-1] if q and tail.endswith(q[-1]) else "?"
+        out.setdefault(Use(name, qualifier), None)
+    return list(out)
+
+
+@dataclass(frozen=True)
+class Resolver:
+    """What one file's imports make reachable.
+
+    ``bound``: names this file binds by imports that resolve to workspace files (from-imports), to
+    those files. ``own``: names defined in this file. ``reachable(name)``: whether ``name`` is defined
+    in a workspace file reachable through the imports (other than this one). ``external``: names
+    bound by imports from outside the workspace (``click`` in ``click.group``: not ours, whatever
+    the workspace defines under that attribute name).
+    """
+
+    bound: Mapping[str, tuple[str, ...]]
+    own: frozenset[str]
+    reachable: Callable[[str], bool]
+    external: frozenset[str] = frozenset()
+
+    def is_cross_file(self, use: Use) -> bool:
+        if use.name in self.own:
+            return False
+        if use.qualifier is None:
+            return bool(self.bound.get(use.name))
+        if use.qualifier in self.external and use.qualifier not in self.bound:
+            return False
+        return self.reachable(use.name)
+
+
+def classify(uses: Iterable[Use], resolver: Resolver) -> list[str]:
+    """The names among ``uses`` that resolve to another workspace file, in order, each once."""
+    return list(dict.fromkeys(u.name for u in uses if resolver.is_cross_file(u)))
