@@ -47,6 +47,7 @@ class CompleterStats:
     cache_hits: int = 0  # answered from the completion cache, without the model
     adopted: int = 0  # waited for the generation already running for the document
     prefetched: int = 0  # continuations generated while idle (what follows an accepted suggestion)
+    warmed: int = 0  # suggestions started where the cursor went, before a keystroke asked (warm_at)
 
 
 class Completer:
@@ -127,6 +128,42 @@ class Completer:
         if key is not None and (adopted := self._adopt(key, request)) is not None:
             return adopted
         return self._start(request, key, cache_key, submitted)
+
+    def warm_at(self, request: CompletionRequest, key: str) -> bool:
+        """Start the suggestion for where the cursor just went (the editor says so when the user
+        switches files or moves the cursor), before any keystroke asks for it. Returns whether the
+        model was given work.
+
+        A user who arrives somewhere reads before typing; that pause pays for reading the prompt
+        there (its head comes back from a saved state, the suffix and middle are evaluated) and
+        generating. The first keystroke then finds the suggestion (typed-through or cached), waits
+        for the generation under way (adopted), or, typing something else, finds the prompt already
+        in the KV cache and costs a token or two. Nothing is done when the answer is already known
+        or being generated.
+        """
+        if not self.ready or self._typeahead.lookup(key, request.prefix, request.suffix) is not None:
+            return False
+        cache_key = self._cache_key(request)
+        if cache_key is not None and (found := self.cache.get(cache_key)) is not None:
+            cached = found[0]
+            self._typeahead.remember(key, request.prefix, request.suffix, cached.text, cached.multiline)
+            return False
+        with self._lock:
+            flight = self._flights.get(key)
+            if (
+                flight is not None
+                and not flight.finished
+                and not flight.cancelled
+                and (flight.prefix, flight.suffix) == (request.prefix, request.suffix)
+                and flight.path == request.path
+            ):
+                return False
+            self._stats.warmed += 1
+        try:
+            self._start(request, key, cache_key, time.perf_counter())
+        except RuntimeError:  # closing
+            return False
+        return True
 
     def _start(
         self,
@@ -212,7 +249,7 @@ class Completer:
                 job.future.set_exception(err)
             elif flight.dead:
                 job.future.set_exception(Cancelled("superseded by a newer request"))
-            elif result is not None and result.text.startswith(typed) and len(result.text) > len(typed):
+            elif result is not None and result.text.startswith(typed) and (result.text != typed or not typed):
                 gen = result.generation
                 reason = "cancelled" if gen.stop_reason == "cancelled" else "adopted"
                 with self._lock:

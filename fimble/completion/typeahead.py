@@ -129,7 +129,7 @@ class Flight:
             return None
         if (suffix, path, max_tokens) != (self.suffix, self.path, self.max_tokens):
             return None
-        if len(prefix) <= len(self.prefix) or not prefix.startswith(self.prefix):
+        if len(prefix) < len(self.prefix) or not prefix.startswith(self.prefix):
             return None
         typed = prefix[len(self.prefix) :]
         return typed if consistent(typed, self.produced) else None

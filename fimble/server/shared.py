@@ -102,6 +102,9 @@ class SharedCompleter:
     def submit(self, request: CompletionRequest, key: str | None = None) -> Job[CompletionResult]:
         return self._current.submit(request, key)
 
+    def warm_at(self, request: CompletionRequest, key: str) -> bool:
+        return self._current.warm_at(request, key)
+
     def submit_tokens(self, *args: Any, **kwargs: Any) -> Job[Any]:
         return self._current.submit_tokens(*args, **kwargs)
 

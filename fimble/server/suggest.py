@@ -86,6 +86,7 @@ class Suggester:
         self.completer = completer
         self.index = index
         self._seq: dict[str, int] = {}
+        self._focus_seq: dict[str, int] = {}
         self.last: dict[str, Any] = {}
 
     def _newest(self, key: str, seq: int) -> bool:
@@ -122,16 +123,7 @@ class Suggester:
                 return None
         deadline = received + settings.deadline_ms / 1000
         text, offset = query.text, query.offset
-        request = CompletionRequest(
-            text=text,
-            offset=offset,
-            path=query.path,
-            language=query.language,
-            max_tokens=settings.max_tokens,
-            multiline=settings.multiline_flag,
-            prefix_budget=settings.prefix_tokens,
-            suffix_budget=settings.suffix_tokens,
-        )
+        request = _request(query, settings)
         # Typing into the shown suggestion needs neither context nor model: answer before fetching.
         job = self.completer.answer_now(request, query.key)
         if job is None:
@@ -155,6 +147,20 @@ class Suggester:
             timeline["outcome"] = "superseded"
             return None
         return self._interpret(result, job, received, timeline)
+
+    async def warm(self, query: Query, settings: Settings) -> bool:
+        """Start the suggestion where the editor says the cursor went, before a keystroke asks
+        (``Completer.warm_at``). A newer focus on the same document makes this one moot."""
+        if not self.completer.ready:
+            return False
+        seq = self._focus_seq[query.key] = self._focus_seq.get(query.key, 0) + 1
+        context = await self.index.context_for(
+            query.path, query.text[: query.offset], query.text[query.offset :], _CONTEXT_TIMEOUT_S
+        )
+        if self._focus_seq.get(query.key) != seq:
+            return False
+        request = replace(_request(query, settings), context_files=context)
+        return self.completer.warm_at(request, query.key)
 
     async def _await(
         self, job: Job[CompletionResult], deadline: float, timeline: dict[str, Any]
@@ -229,3 +235,16 @@ class Suggester:
             partial=partial,
             latency_ms=round(latency, 1),
         )
+
+
+def _request(query: Query, settings: Settings) -> CompletionRequest:
+    return CompletionRequest(
+        text=query.text,
+        offset=query.offset,
+        path=query.path,
+        language=query.language,
+        max_tokens=settings.max_tokens,
+        multiline=settings.multiline_flag,
+        prefix_budget=settings.prefix_tokens,
+        suffix_budget=settings.suffix_tokens,
+    )

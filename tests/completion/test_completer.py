@@ -274,3 +274,44 @@ def test_a_late_caller_takes_the_text_so_far_while_the_generation_goes_on_for_ot
     engine.step.release(100)
     assert first.future.result(5).text == "append(x)" and engine.calls == 1
     completer.close()
+
+
+def test_warming_where_the_cursor_went_answers_the_first_keystroke_without_the_model() -> None:
+    engine = FakeEngine("append(x)")
+    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    completer.wait_ready(5)
+    assert completer.warm_at(request("xs."), "doc")
+    _wait(lambda: engine.calls == 1 and "doc" not in completer._flights)
+    assert not completer.warm_at(request("xs."), "doc")  # known already: nothing to do
+    typed = completer.submit(request("xs.a"), key="doc")
+    assert typed.future.result(5).stop_reason == "typed_through"
+    assert typed.future.result().text == "ppend(x)"
+    assert engine.calls == 1 and completer.stats().warmed == 1
+    completer.close()
+
+
+def test_a_keystroke_at_the_warmed_place_waits_for_the_warming_generation() -> None:
+    engine = StreamingEngine("append(x)")
+    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    completer.wait_ready(5)
+    assert completer.warm_at(request("xs."), "doc")
+    _wait(lambda: "doc" in completer._flights and completer._flights["doc"].running)
+    assert not completer.warm_at(request("xs."), "doc")  # already under way
+    same = completer.submit(request("xs."), key="doc")  # the editor asks where the cursor went
+    typed = completer.submit(request("xs.ap"), key="doc")  # and the user types on
+    engine.step.release(100)
+    assert typed.future.result(5).text == "pend(x)"
+    assert typed.future.result().stop_reason == "adopted"
+    assert engine.calls == 1
+    assert same.future.result(5).text == "append(x)"  # answered too (its front door drops it: stale)
+    completer.close()
+
+
+def test_warming_from_the_completion_cache_needs_no_model() -> None:
+    engine = FakeEngine("append(x)")
+    completer = Completer(load=lambda: engine)  # type: ignore[arg-type, return-value]
+    completer.submit(request("xs."), key="a").future.result(5)
+    assert not completer.warm_at(request("xs."), "b")  # another document, same text: cached
+    assert completer.submit(request("xs.ap"), key="b").future.result(5).stop_reason == "typed_through"
+    assert engine.calls == 1
+    completer.close()

@@ -55,7 +55,8 @@ def test_a_flight_accepts_what_agrees_with_its_output_so_far() -> None:
     assert flight.accepts("x = fox", "\n", "a.py", 16) is None
     assert flight.accepts("x = foo", "\nchanged", "a.py", 16) is None
     assert flight.accepts("x = foo", "\n", "b.py", 16) is None
-    assert flight.accepts("x = fo", "\n", "a.py", 16) is None  # nothing typed
+    assert flight.accepts("x = fo", "\n", "a.py", 16) == ""  # the same place: wait for it
+    assert flight.accepts("x = f", "\n", "a.py", 16) is None  # deleted a character
 
 
 def test_a_flight_is_cancelled_when_every_waiter_is() -> None:

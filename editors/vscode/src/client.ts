@@ -17,6 +17,7 @@ import {
 } from 'vscode-languageclient/node';
 import { locate, Located, NotFound } from './locate';
 import { serverSettings } from './settings';
+import { Focus } from './focus';
 import { Signals } from './signals';
 import { ServerStatus, StatusModel } from './status';
 
@@ -41,6 +42,7 @@ export class Fimble implements vscode.Disposable {
   located: Located | undefined;
   readonly model = new StatusModel();
   readonly signals = new Signals(() => this.client);
+  private readonly focus = new Focus(() => this.client);
   readonly output = vscode.window.createOutputChannel('fimble', { log: true });
   private readonly item: vscode.StatusBarItem;
   private poll: NodeJS.Timeout | undefined;
@@ -242,6 +244,7 @@ export class Fimble implements vscode.Disposable {
 
   dispose(): void {
     void this.stop();
+    this.focus.dispose();
     this.item.dispose();
     this.output.dispose();
   }

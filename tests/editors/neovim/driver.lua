@@ -213,6 +213,35 @@ function scenarios.ghost()
   finish()
 end
 
+-- The cursor rests at the end of a line in insert mode: the plugin says so (didFocus) and the server
+-- starts the suggestion there; asking for it then needs no model.
+function scenarios.focus()
+  require('fimble').setup(vim.json.decode(vim.env.FIMBLE_SETUP))
+  vim.cmd.edit(vim.env.FIMBLE_FILE)
+  if not attached() then
+    return finish('fimble never attached')
+  end
+  local client = require('fimble').client()
+  local function status()
+    local st = client:request_sync('workspace/executeCommand', { command = 'fimble.status' }, 10000, 0)
+    return st and st.result or {}
+  end
+  wait_for(function()
+    return (status().model or {}).state == 'ready'
+  end, 300000)
+  vim.api.nvim_win_set_cursor(0, { 8, 0 })
+  type_keys('A')
+  out.warmed = wait_for(function()
+    local r = status().requests or {}
+    return (r.warmed or 0) >= 1 and (r.completed or 0) >= 1
+  end, 300000)
+  out.before = status().requests
+  out.shown = type_and_wait('<M-\\>', 120000)
+  snapshot('asked')
+  out.after = status()
+  finish()
+end
+
 -- No ghost text: the suggestion is a completion item, reached through omnifunc (<C-x><C-o>).
 function scenarios.omnifunc()
   require('fimble').setup(vim.json.decode(vim.env.FIMBLE_SETUP))

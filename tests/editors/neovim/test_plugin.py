@@ -158,3 +158,14 @@ def test_completion_fallback_through_omnifunc(tmp_path: Path) -> None:
     expected = "        dates.append(" + lsp_item["textEdit"]["newText"]
     assert accepted["lines"][7] == expected.split("\n")[0], accepted
     assert "\n".join(accepted["lines"][7:]).startswith(expected), accepted
+
+
+def test_the_place_the_cursor_rests_is_warmed_before_asking(tmp_path: Path) -> None:
+    data = run_scenario(tmp_path, "focus", str(model_path(SMALL)), {"settings": SETTINGS})
+    assert data.get("error") is None and data["warmed"], data
+    assert data["before"]["requests"] == 0, data["before"]  # no keystroke asked: the focus did it
+    asked = _step(data, "asked")
+    assert data["shown"] and asked["suggestion"], data
+    last = data["after"]["last"]["engine"]
+    assert last["stop_reason"] in ("typed_through", "cached", "adopted"), last
+    assert data["after"]["requests"]["completed"] == 1, data["after"]["requests"]

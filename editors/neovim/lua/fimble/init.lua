@@ -27,6 +27,9 @@ M.defaults = {
   -- 'builtin' | 'plugin' force one; false: no ghost text, the suggestion is a completion item instead.
   ghost_text = 'auto',
   debounce_ms = 75, -- wait after the last keystroke before asking (the previous request is cancelled)
+  -- Tell the server where the cursor rests after this long (didFocus), so the suggestion there is
+  -- ready before you type; 0 or false: never.
+  focus_ms = 300,
   -- When ghost_text is false: open the completion menu while typing (vim.lsp.completion, 0.11+);
   -- the item is always available through omnifunc (<C-x><C-o>).
   completion_autotrigger = true,
@@ -121,6 +124,7 @@ local function on_attach(client, buf)
   end
   if mode then
     map_keys(buf)
+    require('fimble.focus').attach(client, buf, M.config)
   end
 end
 

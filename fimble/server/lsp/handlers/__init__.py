@@ -11,8 +11,8 @@ __all__ = ["register_all"]
 
 
 def register_all(server: FimbleServer) -> None:
-    from fimble.server.lsp.handlers import acceptance, commands, config, inline, lifecycle, sync
+    from fimble.server.lsp.handlers import acceptance, commands, config, focus, inline, lifecycle, sync
 
     # textDocument/completion is registered during initialize, once the client's capabilities are known.
-    for module in (lifecycle, sync, config, inline, commands, acceptance):
+    for module in (lifecycle, sync, config, inline, focus, commands, acceptance):
         module.register(server)
