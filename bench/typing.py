@@ -13,6 +13,10 @@ Per keystroke: latency from sending the request to the response, and how the ser
 stop — and tokens evaluated). Also: the server's RSS after the replay against a process holding
 the engine alone, and the size of the cache directories.
 
+Arriving at a line, the client sends ``textDocument/didFocus`` with the cursor and pauses
+``--think-ms`` (default 1,000 ms) before typing, as fimble's editor plugins and people do; with 0 it
+types at once and sends no focus.
+
 With ``--pace-ms N`` keystrokes arrive every N ms whether or not the previous suggestion came back
 (the older request is cancelled with ``$/cancelRequest``, as VS Code does), which exercises adopting
 an in-flight generation. Writes JSON (default ``bench/results/typing.json``). Run under the CPU lock:
@@ -166,6 +170,13 @@ class Session:
             )
         )
 
+    def focus(self, uri: str, line: int, col: int) -> None:
+        """Where the cursor went, as fimble's editor plugins say it (``textDocument/didFocus``)."""
+        self.client.protocol.notify(
+            "textDocument/didFocus",
+            {"textDocument": {"uri": uri}, "position": {"line": line, "character": col}},
+        )
+
     def request(self, uri: str, line: int, col: int) -> asyncio.Future[Any]:
         params = types.InlineCompletionParams(
             context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic),
@@ -200,11 +211,24 @@ async def _keystroke(s: Session, uri: str, line: int, col: int, label: str) -> d
 
 
 async def _type_line(
-    s: Session, uri: str, text: str, index: int, label: str, pace_ms: int, limit: int | None = None
+    s: Session,
+    uri: str,
+    text: str,
+    index: int,
+    label: str,
+    pace_ms: int,
+    limit: int | None = None,
+    think_ms: int = 0,
 ) -> list[dict[str, Any]]:
-    """Type line ``index`` of ``text`` (already blanked in the open document) after its indent."""
+    """Type line ``index`` of ``text`` (already blanked in the open document) after its indent.
+
+    With ``think_ms``, the cursor arrives first (``didFocus``, as the editor plugins send it) and
+    the user pauses that long before the first request, as people do before typing somewhere new."""
     line = text.split("\n")[index]
     indent = len(line) - len(line.lstrip())
+    if think_ms > 0:
+        s.focus(uri, index, indent)
+        await asyncio.sleep(think_ms / 1000)
     cols = range(indent, len(line))
     if limit is not None:
         cols = range(indent, min(len(line), indent + limit))
@@ -323,7 +347,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             blank = _blank(texts[f], index)
             s.open(uri, blank)
             label = "first_in_file" if round_no == 0 else "back_in_file"
-            typed = await _type_line(s, uri, texts[f], index, label, args.pace_ms)
+            typed = await _type_line(s, uri, texts[f], index, label, args.pace_ms, think_ms=args.think_ms)
             firsts.append(
                 {
                     "file": f.name,
@@ -379,7 +403,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     s.close(uri)
     fresh = next(i for i in _pick_lines(random.Random(args.seed + 1), texts[f], 5) if i not in picks[f])
     s.open(uri, _blank(texts[f], fresh))
-    new = await _type_line(s, uri, texts[f], fresh, "restart_new_line", 0, limit=0)
+    new = await _type_line(s, uri, texts[f], fresh, "restart_new_line", 0, limit=0, think_ms=args.think_ms)
     restart.append({"kind": "new_line_in_seen_file", "ms": new[0]["ms"], "how": new[0]["how"]})
     restart_status = await s.status()
     await s.stop()
@@ -393,7 +417,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "model": args.model,
         "source": args.pypi,
         "files": [str(f.relative_to(root)) for f in files],
-        "settings": {**options, "pace_ms": args.pace_ms},
+        "settings": {**options, "pace_ms": args.pace_ms, "think_ms": args.think_ms},
         "server_load_s": round(load_s, 1),
         "typing": main_phase,
         "first_request": firsts,
@@ -425,6 +449,12 @@ def main() -> None:
     parser.add_argument("--lines-per-file", type=int, default=2)
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--pace-ms", type=int, default=0, help="0: wait for each suggestion")
+    parser.add_argument(
+        "--think-ms",
+        type=int,
+        default=1000,
+        help="pause after the cursor arrives at a new line (didFocus sent) before typing; 0: neither",
+    )
     parser.add_argument("--rss-keystrokes", type=int, default=2000)
     parser.add_argument("--restart-keystrokes", type=int, default=20)
     parser.add_argument("--seed", type=int, default=11)
