@@ -8,8 +8,9 @@ defined somewhere: ``jsonify(result=a + b)`` uses ``jsonify`` (imported from the
 * a bare name is cross-file when this file binds it by an import that resolves to a workspace file
   (``from .app import Flask`` -> ``Flask``) and does not define it itself;
 * an attribute (``obj.name``, ``module.name``) is cross-file when ``name`` is defined in a workspace
-  file reachable through this file's imports (two hops: a package's ``__init__`` re-exports) and not
-  in this file.
+  file reachable through this file's imports (a few hops: a package's ``__init__`` re-exports, a
+  class's bases) and not in this file, is not a method of a builtin type (``d.get``, ``f.close``)
+  and is not taken from a module outside the workspace (``click.group``).
 
 Pure functions over strings and small lookups, so they are tested without an index.
 """
@@ -25,6 +26,13 @@ from dataclasses import dataclass
 __all__ = ["Resolver", "Use", "classify", "code_uses"]
 
 _COMMON = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {"self", "cls"}
+# ``x.get``, ``x.pop``, ``x.close``: the methods of builtin types and files are called on dicts, lists
+# and streams far more often than on the workspace's class that happens to define one too.
+_BUILTIN_ATTRS = frozenset(
+    name
+    for kind in (dict, list, str, bytes, set, tuple, int, object, type(open), type(iter([])))
+    for name in dir(kind)
+) | {"close", "read", "write", "readline", "flush", "seek"}
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DEFINING = ("def", "class", "function", "fn", "func", "struct", "interface", "type", "enum", "trait")
 
@@ -126,6 +134,8 @@ class Resolver:
         if use.qualifier is None:
             return bool(self.bound.get(use.name))
         if use.qualifier in self.external and use.qualifier not in self.bound:
+            return False
+        if use.name in _BUILTIN_ATTRS:
             return False
         return self.reachable(use.name)
 

@@ -59,3 +59,10 @@ def test_attributes_count_when_reachable_and_not_defined_here_nor_on_an_external
     assert classify(code_uses("config.get_namespace('FOO_')"), r) == ["get_namespace"]
     assert classify(code_uses("self.should_set_cookie(app, session)"), r) == []
     assert classify(code_uses("@click.group(cls=AppGroup)"), r) == []
+
+
+def test_methods_of_builtin_types_are_not_counted_on_attributes() -> None:
+    r = Resolver(bound={}, own=frozenset(), reachable={"get", "pop", "route"}.__contains__)
+    assert classify(code_uses('rv = client.get("/")'), r) == []
+    assert classify(code_uses("w = recwarn.pop()"), r) == []
+    assert classify(code_uses('@bp.route("/")'), r) == ["route"]
