@@ -2,7 +2,9 @@
 
 For masked lines that use a symbol defined in another file (``fimble eval``'s samples), the share
 whose prompt context — the chunks the gatherer chose, as ``build_prompt`` packs them into the
-context budget — mentions that symbol, and how many context tokens that costs. Cheap (tokenizer
+context budget — mentions that symbol (``recall``), the share where it shows the symbol's
+*definition* (``definition_recall``: ``def name``/``class name``/``name =``, what the model needs
+to call it right), and how many context tokens that costs. Cheap (tokenizer
 only, no generation), so context selection can be tuned on hundreds of lines before a slow
 ``fimble eval`` confirms it. Writes JSON (default ``bench/results/context_recall.json``).
 """
@@ -42,7 +44,7 @@ def main() -> None:
             prepared = prepare(index, files, config)
         finally:
             index.close()
-        hits = used = 0
+        hits = defined = used = 0
         reasons: dict[str, int] = {}
         cross = [p for p in prepared if p.sample.cross_file]
         for p in cross:
@@ -57,6 +59,12 @@ def main() -> None:
                 reason for reason, text in texts
                 for name in p.sample.cross_file if re.search(rf"\b{re.escape(name)}\b", text)
             ]
+            definition = [
+                name for _, text in texts for name in p.sample.cross_file
+                if re.search(rf"(\b(def|class)\s+{re.escape(name)}\b|^\s*{re.escape(name)}\s*[:=])",
+                             text, re.M)
+            ]
+            defined += bool(definition)
             if found:
                 hits += 1
                 kind = found[0].split(":")[0].split(" (")[0].split(",")[0]
@@ -64,6 +72,7 @@ def main() -> None:
         results["sources"][spec] = {
             "cross_file_samples": len(cross),
             "recall": round(hits / max(1, len(cross)), 3),
+            "definition_recall": round(defined / max(1, len(cross)), 3),
             "context_tokens_mean": round(used / max(1, len(cross)), 1),
             "first_hit_reason": reasons,
         }

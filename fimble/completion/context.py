@@ -16,6 +16,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from fimble.completion.outlines import (
+    TEST_FILE,
+    definition_chunk,
+    outlines,
+    reachable,
+    reexports,
+    render_outline,
+)
+from fimble.completion.skeletons import class_skeleton, guess_receivers, members_by_class
+
 __all__ = ["ContextChunk", "ContextGatherer", "IndexReader", "gather_context"]
 
 log = logging.getLogger(__name__)
@@ -82,29 +92,6 @@ class ContextChunk:
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
 
-def _render_outline(
-    defs: Sequence[_Definition], names: set[str] | None = None, limit: int = 40, *, brief: bool = False
-) -> str:
-    """Signatures (with their first doc line) of a module, optionally only the names it exports to us.
-
-    ``brief``: top-level signatures only, without doc lines (a whole module's names, compactly).
-    """
-    lines: list[str] = []
-    for d in defs:
-        if names and d.name not in names and d.qualname.split(".")[0] not in names:
-            continue
-        if brief and getattr(d, "scope", ""):
-            continue
-        sig = d.signature.rstrip()
-        if d.doc and not brief:
-            indent = " " * (len(sig.splitlines()[-1]) - len(sig.splitlines()[-1].lstrip()) + 4)
-            sig += f'\n{indent}"""{d.doc}"""' if d.path.endswith(".py") else f"  // {d.doc}"
-        lines.append(sig)
-        if len(lines) >= limit:
-            break
-    return "\n".join(lines)
-
-
 def _near_duplicate(text: str, window: str, threshold: float = 0.5) -> bool:
     """Whether most of ``text``'s non-blank lines already appear around the cursor (the model would copy)."""
     lines = {ln.strip() for ln in text.splitlines() if ln.strip()}
@@ -125,27 +112,22 @@ def _mentions(text: str, names: set[str]) -> int:
 
 
 def _in_import_block(imports: Sequence[_Import], line: int) -> bool:
-    """The cursor sits among the file's imports: it is probably writing one, so whole module outlines
-    (not only the names already imported) are what helps."""
+    """The cursor sits among the file's imports (within two lines of one): it is probably writing
+    one, so whole module outlines (not only the names already imported) are what helps. An import
+    inside a function further down makes only its own lines an import block, not the whole file
+    between it and the top."""
     rows = [row for imp in imports if (row := getattr(imp, "line", None)) is not None]
-    return bool(rows) and min(rows) - 1 <= line <= max(rows) + 2
-
-
-def _reexports(index: IndexReader, target: str) -> str:
-    """A package's ``from .x import a, b`` lines: what ``import pkg`` makes available as ``pkg.a``."""
-    if not target.endswith("__init__.py"):
-        return ""
-    out = []
-    for imp in index.imports_of(target):
-        spec = getattr(imp, "spec", "")
-        if imp.names and spec:
-            out.append(f"from {spec} import {', '.join(imp.names)}")
-    return "\n".join(out[:30])
+    return any(row - 2 <= line <= row + 2 for row in rows)
 
 
 # Base scores by source; a mention of a name written near the cursor adds _MENTION each, so the chunks
 # that explain what the cursor's surroundings use come first and survive the token budget.
 _IMPORTED, _DEFINES, _RECENT, _SIMILAR, _MENTION = 2.0, 1.5, 1.0, 0.0, 3.0
+# A lexical neighbour is a window of 20-odd lines: it mentions the names around the cursor almost by
+# construction (that is how BM25 found it), so each mention counts for less than in a definition.
+_MENTION_SIMILAR = 1.5
+# A class whose methods the cursor's own line calls on a receiver (``app.|``): what the line needs.
+_RECEIVER, _ON_CURSOR_LINE = 3.0, 6.0
 
 
 def gather_context(
@@ -161,9 +143,12 @@ def gather_context(
     """Choose and order context chunks for a cursor at 0-based ``line`` of ``path``, best first.
 
     Sources: outlines of imported workspace modules (restricted to the names imported, unless the
-    cursor is among the imports; a package's outline lists what it re-exports), definitions of
-    symbols used near the cursor, recently edited or visited regions, and BM25 neighbours of the
-    lines above the cursor. Each is scored by its source and by how many names written around the
+    cursor is among the imports; classes as skeletons; a package's re-exports followed to the
+    definitions of the names this file uses), definitions of symbols used near the cursor (a class
+    as its skeleton, a method under its class; not other tests' helpers that share a name), the
+    class a receiver near the cursor looks like (``app.route``, ``app.test_client`` -> its
+    skeleton), recently edited or visited regions, and BM25 neighbours of the lines above the
+    cursor. Each is scored by its source and by how many names written around the
     cursor it mentions; the best come first, so ``build_prompt``'s token budget keeps them. Chunks
     already visible around the cursor or nearly repeating it or each other are dropped. Index
     failures mean less context, never no completion.
@@ -172,13 +157,15 @@ def gather_context(
     lo, hi = max(0, line - window_lines), min(len(lines), line + window_lines)
     visible = "\n".join(lines[lo:hi])
     near = _near_names(lines, line)
+    used = set(_WORD.findall(text))
     scored: list[tuple[float, int, ContextChunk]] = []
     seen_paths_defs: set[tuple[str, str]] = set()
+    imports: Sequence[_Import] = ()
 
-    def offer(chunk: ContextChunk, base: float) -> None:
+    def offer(chunk: ContextChunk, base: float, mention: float = _MENTION) -> None:
         if chunk.path == path or not chunk.text.strip():
             return
-        scored.append((base + _MENTION * _mentions(chunk.text, near), len(scored), chunk))
+        scored.append((base + mention * _mentions(chunk.text, near), len(scored), chunk))
 
     try:
         imports = index.imports_of(path)
@@ -191,8 +178,9 @@ def gather_context(
                 continue
             names = None if whole else set(imp.names)
             defs = index.file_outline(target)
-            own = _render_outline(defs, names, brief=whole)
-            outline = "\n".join(part for part in (own, _reexports(index, target)) if part)
+            own = render_outline(defs, names, brief=whole, wanted=near)
+            more = reexports(index, target, names, used, near)
+            outline = "\n".join(part for part in (own, more) if part)
             if outline:
                 shown = ", ".join(imp.names[:4]) if imp.names else target
                 reason = f"imported: {shown}" + (" (whole module: cursor among the imports)" if whole else "")
@@ -201,21 +189,52 @@ def gather_context(
     except Exception:  # index trouble: fewer chunks, never no completion
         log.debug("imports_of(%s) failed", path, exc_info=True)
     try:
+        reach = reachable(index, path, imports)
+    except Exception:
+        reach = []
+    known = outlines(index, reach)
+    classes = {(d.path, d.qualname): d for defs in known.values() for d in defs if d.kind == "class"}
+    members: dict[tuple[str, str], list] = {}
+    for p, defs in known.items():
+        for scope, ms in members_by_class(defs).items():
+            members[(p, scope)] = ms
+    try:
         for d in index.symbols_near(path, line).referenced:
             if (d.path, "*") in seen_paths_defs or (d.path, d.qualname) in seen_paths_defs:
                 continue
+            if d.path not in known and TEST_FILE.search(d.path):
+                continue  # another test's ``foo``: same name, nothing to do with this line
             seen_paths_defs.add((d.path, d.qualname))
-            body = d.signature.rstrip() + (f"\n    # {d.doc}" if d.doc else "")
+            body = definition_chunk(d, classes, members)
             offer(ContextChunk(d.path, body, f"defines {d.name}, used near the cursor"), _DEFINES)
     except Exception:
         log.debug("symbols_near(%s, %d) failed", path, line, exc_info=True)
+    try:
+        around = "\n".join(lines[max(0, line - 30) : line + 1])
+        cursor_line = lines[line] if line < len(lines) else ""
+        by_qual = {qual: ms for (_, qual), ms in members.items()}
+        modules = {n for imp in imports for n in (getattr(imp, "spec", "") or "").split(".")[:1]}
+        for recv, qual, hits in guess_receivers(around, by_qual, skip=modules)[:2]:
+            owner = next(((p, q) for (p, q) in members if q == qual), None)
+            cls = classes.get(owner) if owner else None
+            if owner is None or cls is None or (owner[0], qual) in seen_paths_defs:
+                continue
+            seen_paths_defs.add((owner[0], qual))
+            used = {a for r, a in re.findall(r"\b(\w+)\.(\w+)", around) if r == recv}
+            body = class_skeleton(cls, members[owner], used, limit_chars=900)
+            bonus = _ON_CURSOR_LINE if re.search(rf"\b{re.escape(recv)}\.", cursor_line) else 0.0
+            reason = f"{recv} looks like a {qual} (uses {hits} of its methods)"
+            offer(ContextChunk(owner[0], body, reason), _RECEIVER + bonus)
+    except Exception:
+        log.debug("receiver guess near %s:%d failed", path, line, exc_info=True)
     for chunk in recent:
         offer(ContextChunk(chunk.path, chunk.text, chunk.reason or "recently edited"), _RECENT)
     try:
         query = "\n".join(lines[max(0, line - 12) : line + 1])
         if _WORD.search(query):
             for snip in index.search(query, k=4, exclude=(path, (lo, hi))):
-                offer(ContextChunk(snip.path, snip.text, f"similar code (bm25 {snip.score:.1f})"), _SIMILAR)
+                similar = ContextChunk(snip.path, snip.text, f"similar code (bm25 {snip.score:.1f})")
+                offer(similar, _SIMILAR, _MENTION_SIMILAR)
     except Exception:
         log.debug("search near %s:%d failed", path, line, exc_info=True)
     chunks: list[ContextChunk] = []

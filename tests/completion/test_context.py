@@ -22,6 +22,7 @@ class Def:
     signature: str = ""
     doc: str = ""
     span: Span = Span(0, 0)
+    scope: str = ""
 
 
 @dataclass(frozen=True)
@@ -141,13 +142,14 @@ def test_gatherer_is_sticky_within_a_region() -> None:
     idx = index()
     g = ContextGatherer(idx, region=10)
     first = g.chunks("app.py", "x = parse(s)\n", 5)
+    once = idx.calls  # index reads of one gathering
     assert g.chunks("app.py", "x = parse(s)\n", 12) is first
-    assert idx.calls == 1
+    assert idx.calls == once
     g.chunks("app.py", "x = parse(s)\n", 40)
-    assert idx.calls == 2
+    assert idx.calls == 2 * once
     g.forget("app.py")
     g.chunks("app.py", "x = parse(s)\n", 40)
-    assert idx.calls == 3
+    assert idx.calls == 3 * once
 
 
 def test_no_index_no_context() -> None:
@@ -181,3 +183,69 @@ def test_a_package_outline_lists_what_it_reexports() -> None:
     idx.other_imports["pkg/__init__.py"] = [Imp(("pkg/api.py",), ("get", "post"), line=0, spec=".api")]
     chunks = gather_context(idx, "app.py", "import pkg\n\nr = pkg.", 2)
     assert "from .api import get, post" in next(c for c in chunks if c.path == "pkg/__init__.py").text
+
+
+def test_definitions_from_unrelated_test_files_are_left_out() -> None:
+    idx = index()
+    idx.near = Near((Def("tests/test_other.py", "foo", qualname="foo", signature="def foo(bar):"),))
+    chunks = gather_context(idx, "app.py", "x = foo(1)\n", 0)
+    assert all(c.path != "tests/test_other.py" for c in chunks)
+
+
+def test_a_referenced_class_is_shown_as_a_skeleton_and_a_method_under_its_class() -> None:
+    idx = index()  # app.py imports util/dates.py, which imports cal.py (two hops)
+    idx.other_imports["util/dates.py"] = [Imp(("cal.py",), ("Calendar",))]
+    cls = Def("cal.py", "Calendar", kind="class", qualname="Calendar", signature="class Calendar:")
+    add = Def("cal.py", "add", kind="method", qualname="Calendar.add",
+              signature="def add(\n    self, day: date\n) -> None:", scope="Calendar")
+    idx.outlines["cal.py"] = [cls, add]
+    idx.near = Near((cls,))
+    chunks = gather_context(idx, "app.py", "c = Calendar()\n", 0)
+    skeleton = next(c for c in chunks if c.reason.startswith("defines Calendar"))
+    assert skeleton.text == "class Calendar:\n    def add(self, day: date) -> None: ..."
+    idx.near = Near((add,))
+    chunks = gather_context(idx, "app.py", "c.add(d)\n", 0)
+    method = next(c for c in chunks if c.reason.startswith("defines add"))
+    assert method.text == "class Calendar:\n    def add(self, day: date) -> None: ..."
+
+
+def test_a_receiver_is_recognised_by_the_methods_called_on_it() -> None:
+    idx = index()
+    cls = Def("util/dates.py", "Calendar", kind="class", qualname="Calendar", signature="class Calendar:")
+    methods = [
+        Def("util/dates.py", n, kind="method", qualname=f"Calendar.{n}", signature=f"def {n}(self):",
+            scope="Calendar")
+        for n in ("add", "remove", "clear")
+    ]
+    idx.outlines["util/dates.py"].extend([cls, *methods])
+    idx.near = Near(())
+    text = "def test(cal):\n    cal.add(1)\n    cal.remove(1)\n    cal."
+    chunks = gather_context(idx, "tests/test_cal.py", text, 3)
+    assert chunks[0].reason == "cal looks like a Calendar (uses 2 of its methods)"
+    assert "def clear(self): ..." in chunks[0].text
+
+
+def test_an_import_far_down_does_not_make_the_whole_file_an_import_block() -> None:
+    idx = index()
+    idx.imports = [
+        Imp(("util/dates.py",), ("parse",), line=0, spec="util.dates"),
+        Imp(("util/dates.py",), ("other",), line=80, spec="util.dates"),
+    ]
+    text = "from util.dates import parse\n" + "x = 1\n" * 100
+    middle = gather_context(idx, "app.py", text, 40)
+    assert not any("among the imports" in c.reason for c in middle)
+    assert any("among the imports" in c.reason for c in gather_context(idx, "app.py", text, 81))
+
+
+def test_a_package_reexport_used_in_the_file_shows_its_definition() -> None:
+    idx = index()
+    idx.imports = [Imp(("pkg/__init__.py",), (), line=0, spec="pkg")]
+    idx.outlines["pkg/__init__.py"] = []
+    idx.outlines["pkg/api.py"] = [
+        Def("pkg/api.py", "post", qualname="post", signature="def post(\n    url, data=None, **kw\n):"),
+        Def("pkg/api.py", "get", qualname="get", signature="def get(url):"),
+    ]
+    idx.other_imports["pkg/__init__.py"] = [Imp(("pkg/api.py",), ("get", "post", "put"), line=0, spec=".api")]
+    text = "import pkg\n\n\n\n\n\n\n\n\n\n\nr = pkg.post(u)\n"
+    chunk = next(c for c in gather_context(idx, "app.py", text, 11) if c.path == "pkg/__init__.py")
+    assert chunk.text.splitlines() == ["def post(url, data=None, **kw):", "from .api import get, put"]

@@ -1,0 +1,171 @@
+"""Rendering what the index knows about other files as compact prompt text.
+
+Outlines of imported modules, a package's re-exports followed to their definitions, the files a
+file's imports reach, and one definition as a chunk (a class as its skeleton, a method under its
+class). Reads the index through the small protocol below; failures of one read mean less text.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from fimble.completion.skeletons import class_skeleton, members_by_class, method_in_class, one_line
+
+__all__ = ["TEST_FILE", "definition_chunk", "outlines", "reachable", "reexports", "render_outline"]
+
+log = logging.getLogger(__name__)
+
+_REACH_FILES = 40  # files reachable through imports whose outlines are read (two hops)
+TEST_FILE = re.compile(r"(^|/)(tests?/|test_[^/]*$|[^/]*_test\.\w+$)")
+
+
+class _Reader(Protocol):
+    def file_outline(self, path: str) -> Sequence[Any]: ...
+
+    def imports_of(self, path: str) -> Sequence[Any]: ...
+
+
+def render_outline(
+    defs: Sequence[Any],
+    names: set[str] | None = None,
+    limit: int = 40,
+    *,
+    brief: bool = False,
+    wanted: set[str] = frozenset(),  # type: ignore[assignment]
+    max_chars: int = 1600,
+) -> str:
+    """Signatures (with their first doc line) of a module, optionally only the names it exports to us.
+
+    A class is shown as its skeleton (header and one line per method, the ``wanted`` ones first), so
+    an imported class with fifty documented methods costs a few hundred tokens, not a thousand that
+    would not fit the budget at all. ``brief``: top-level signatures only, without doc lines (a
+    whole module's names, compactly). At most ``limit`` entries and about ``max_chars``.
+    """
+    members = members_by_class(defs)
+    lines: list[str] = []
+    used = 0
+    for d in defs:
+        if names and d.name not in names and d.qualname.split(".")[0] not in names:
+            continue
+        if getattr(d, "scope", ""):
+            continue  # shown in its class's skeleton
+        if d.kind == "class" and not brief and d.qualname in members:
+            sig = class_skeleton(d, members[d.qualname], wanted, limit_chars=min(900, max_chars))
+        else:
+            sig = d.signature.rstrip()
+            if d.doc and not brief:
+                indent = " " * (len(sig.splitlines()[-1]) - len(sig.splitlines()[-1].lstrip()) + 4)
+                sig += f'\n{indent}"""{d.doc}"""' if d.path.endswith(".py") else f"  // {d.doc}"
+        if lines and used + len(sig) > max_chars:
+            break
+        used += len(sig) + 1
+        lines.append(sig)
+        if len(lines) >= limit:
+            break
+    return "\n".join(lines)
+
+
+def reexports(
+    index: _Reader,
+    target: str,
+    names: set[str] | None = None,
+    used: set[str] = frozenset(),  # type: ignore[assignment]
+    near: set[str] = frozenset(),  # type: ignore[assignment]
+    max_chars: int = 1400,
+) -> str:
+    """What ``import pkg`` makes available as ``pkg.a``: a package's ``from .x import a, b`` lines,
+    with the *definitions* (signatures; class skeletons) of the names this file uses, followed from
+    the re-export into the module that defines them, so ``requests.post(`` shows ``def post(url,
+    data=None, json=None, **kwargs)`` and not only that ``post`` exists. Names used near the cursor
+    first, then names used elsewhere in the file; the others are listed as import lines.
+    ``names``: only these (``from pkg import a``)."""
+    if not target.endswith("__init__.py"):
+        return ""
+    entries: list[tuple[int, int, str]] = []
+    plain: list[str] = []
+    for imp in index.imports_of(target):
+        spec = getattr(imp, "spec", "")
+        if not (imp.names and spec):
+            continue
+        wanted = [n for n in imp.names if not names or n in names]
+        defs: dict[str, Any] = {}
+        members: dict[str, list] = {}
+        if imp.targets and any(n in used or n in near for n in wanted):
+            try:
+                outline = index.file_outline(imp.targets[0])
+            except Exception:
+                outline = ()
+            defs = {d.name: d for d in outline if not getattr(d, "scope", "")}
+            members = members_by_class(outline)
+        rest = []
+        for n in wanted:
+            d = defs.get(n)
+            rank = 0 if n in near else 1 if n in used else 2
+            if d is None or rank == 2:
+                rest.append(n)
+            elif d.kind == "class":
+                skeleton = class_skeleton(d, members.get(d.qualname, []), near, 700 if rank == 0 else 300)
+                entries.append((rank, len(entries), skeleton))
+            else:
+                doc = f'\n    """{d.doc}"""' if rank == 0 and d.doc and d.path.endswith(".py") else ""
+                entries.append((rank, len(entries), one_line(d.signature) + doc))
+        if rest:
+            plain.append(f"from {spec} import {', '.join(rest)}")
+    out: list[str] = []
+    size = 0
+    for text in [t for _, _, t in sorted(entries)] + plain[:30]:
+        if size + len(text) > max_chars:
+            continue
+        size += len(text) + 1
+        out.append(text)
+    return "\n".join(out)
+
+
+def reachable(index: _Reader, path: str, imports: Sequence[Any]) -> list[str]:
+    """Workspace files this file's imports lead to, two hops deep (a package's ``__init__``
+    re-exports its modules), nearest first, plus the pytest ``conftest.py`` files above it (where
+    its fixtures come from)."""
+    out: dict[str, None] = {}
+    first = [t for imp in imports for t in imp.targets]
+    out.update(dict.fromkeys(first))
+    for target in list(dict.fromkeys(first)):
+        if len(out) >= _REACH_FILES:
+            break
+        try:
+            out.update(dict.fromkeys(t for imp in index.imports_of(target) for t in imp.targets))
+        except Exception:
+            log.debug("imports_of(%s) failed", target, exc_info=True)
+    parts = path.split("/")[:-1]
+    for k in range(len(parts), -1, -1):
+        out.setdefault("/".join([*parts[:k], "conftest.py"]), None)
+    out.pop(path, None)
+    return list(out)[: _REACH_FILES + len(parts) + 1]
+
+
+def outlines(index: _Reader, paths: Sequence[str]) -> dict[str, Sequence[Any]]:
+    out: dict[str, Sequence[Any]] = {}
+    for p in paths:
+        try:
+            defs = index.file_outline(p)
+        except Exception:
+            log.debug("file_outline(%s) failed", p, exc_info=True)
+            continue
+        if defs:
+            out[p] = defs
+    return out
+
+
+def definition_chunk(
+    d: Any, classes: dict[tuple[str, str], Any], members: dict[tuple[str, str], list]
+) -> str:
+    """A class as its skeleton (header and method signatures), a method under its class's header,
+    anything else as its signature and doc line."""
+    if d.kind == "class" and (d.path, d.qualname) in members:
+        return class_skeleton(d, members[(d.path, d.qualname)], limit_chars=900)
+    scope = getattr(d, "scope", "")
+    if scope:
+        return method_in_class(d, classes.get((d.path, scope)))
+    return d.signature.rstrip() + (f"\n    # {d.doc}" if d.doc else "")

@@ -1,0 +1,117 @@
+"""Class skeletons and receiver guesses: what ``obj.`` can be followed by, as compact context.
+
+A call like ``app.route(`` or ``config.get_namespace(`` needs the *class's* API, which no import
+names: ``app`` is a fixture or a parameter. Two pure helpers over index definitions: a skeleton
+renders a class as its header plus one line per method signature (no bodies, cheap in tokens); a
+receiver guess finds, among the classes of the files the current file can reach, the one that
+defines most of the attributes the code near the cursor uses on a name (``app.route``,
+``app.test_client`` -> ``Flask``): duck typing, without type inference.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
+
+__all__ = ["class_skeleton", "guess_receivers", "members_by_class", "method_in_class", "one_line"]
+
+_ATTR = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)")
+_KEEP_DECORATORS = ("@property", "@staticmethod", "@classmethod")
+
+
+class _Def(Protocol):
+    path: str
+    name: str
+    kind: str
+    qualname: str
+    signature: str
+    doc: str
+
+
+def one_line(signature: str, limit: int = 160) -> str:
+    """A signature on one line: decorators other than property/static/class dropped, whitespace
+    collapsed (a multi-line parameter list costs as many tokens on one line, with less padding)."""
+    kept = [ln.strip() for ln in signature.splitlines() if ln.strip()]
+    decorators = [ln for ln in kept if ln.startswith("@")]
+    body = " ".join(ln for ln in kept if not ln.startswith("@"))
+    body = re.sub(r"\(\s+", "(", re.sub(r",?\s+\)", ")", re.sub(r"\s+", " ", body)))
+    if len(body) > limit:
+        body = body[: limit - 4].rstrip() + " ...:" if body.endswith(":") else body[:limit]
+    keep = [d for d in decorators if d.startswith(_KEEP_DECORATORS)]
+    return "\n".join([*keep, body])
+
+
+def members_by_class(defs: Iterable[_Def]) -> dict[str, list[_Def]]:
+    """Methods (and other nested definitions) of each class, by the class's qualified name."""
+    out: dict[str, list[_Def]] = {}
+    for d in defs:
+        scope = getattr(d, "scope", "")
+        if scope:
+            out.setdefault(scope, []).append(d)
+    return out
+
+
+def _indent(text: str, by: str = "    ") -> str:
+    return "\n".join(by + ln for ln in text.splitlines())
+
+
+def class_skeleton(
+    cls: _Def, members: Sequence[_Def], wanted: set[str] = frozenset(), limit_chars: int = 1400  # type: ignore[assignment]
+) -> str:
+    """``class X(Base):`` with its doc line and one line per member: the names ``wanted`` (used near
+    the cursor) first, then public ones in source order; private and dunder members other than
+    ``__init__`` are left out; overloads appear once. Cut to ``limit_chars``."""
+    head = one_line(cls.signature, 200)
+    if cls.doc:
+        head += f'\n    """{cls.doc}"""' if cls.path.endswith(".py") else f"  // {cls.doc}"
+    seen: set[str] = set()
+    ordered = [m for m in members if m.name in wanted] + [m for m in members if m.name not in wanted]
+    lines: list[str] = []
+    used = len(head)
+    for m in ordered:
+        if m.name in seen or (m.name.startswith("_") and m.name != "__init__" and m.name not in wanted):
+            continue
+        seen.add(m.name)
+        sig = one_line(m.signature)
+        if m.path.endswith(".py") and sig.endswith(":"):
+            sig += " ..."
+        line = _indent(sig)
+        if used + len(line) + 1 > limit_chars:
+            break
+        used += len(line) + 1
+        lines.append(line)
+    return "\n".join([head, *lines])
+
+
+def method_in_class(method: _Def, cls: _Def | None) -> str:
+    """A method's signature under its class's header, so the model sees whose method it is."""
+    sig = one_line(method.signature)
+    if method.doc:
+        sig += f'\n    """{method.doc}"""' if method.path.endswith(".py") else f"  // {method.doc}"
+    owner = method.qualname.rsplit(".", 1)[0]
+    header = one_line(cls.signature, 200) if cls is not None else f"class {owner}:"
+    if method.path.endswith(".py") and sig.splitlines()[0].endswith(":") and not method.doc:
+        sig += " ..."
+    return f"{header}\n{_indent(sig)}"
+
+
+def guess_receivers(
+    text: str, classes: Mapping[str, Sequence[_Def]], *, skip: Iterable[str] = (), min_hits: int = 2
+) -> list[tuple[str, str, int]]:
+    """(receiver, class qualname, attributes matched) for names used as ``name.attr`` in ``text``
+    whose attributes a single class defines at least ``min_hits`` of, best first. ``skip``: names
+    that are modules or otherwise not objects (``self`` is always skipped)."""
+    skipped = {"self", "cls", *skip}
+    attrs: dict[str, set[str]] = {}
+    for recv, attr in _ATTR.findall(text):
+        if recv not in skipped:
+            attrs.setdefault(recv, set()).add(attr)
+    names = {qual: {m.name for m in members} for qual, members in classes.items()}
+    out: list[tuple[str, str, int]] = []
+    for recv, used in attrs.items():
+        best = max(((len(used & have), qual) for qual, have in names.items()), default=(0, ""))
+        if best[0] >= min_hits:
+            out.append((recv, best[1], best[0]))
+    out.sort(key=lambda t: -t[2])
+    return out

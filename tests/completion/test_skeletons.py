@@ -1,0 +1,60 @@
+"""Class skeletons and receiver guesses over plain definitions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fimble.completion.skeletons import class_skeleton, guess_receivers, members_by_class, one_line
+
+
+@dataclass(frozen=True)
+class D:
+    name: str
+    signature: str
+    kind: str = "method"
+    scope: str = "Box"
+    doc: str = ""
+    path: str = "box.py"
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.scope}.{self.name}" if self.scope else self.name
+
+
+BOX = D("Box", "class Box(Base):", kind="class", scope="", doc="Holds things.")
+METHODS = [
+    D("__init__", "def __init__(\n    self,\n    size: int = 1,\n) -> None:"),
+    D("_secret", "def _secret(self):"),
+    D("put", "def put(self, item):"),
+    D("take", "@t.overload\ndef take(self) -> int:"),
+    D("take", "@t.overload\ndef take(self, n: int) -> list[int]:"),
+    D("size", "@property\ndef size(self) -> int:"),
+]
+
+
+def test_one_line_collapses_parameters_and_keeps_only_meaningful_decorators() -> None:
+    assert one_line(METHODS[0].signature) == "def __init__(self, size: int = 1) -> None:"
+    assert one_line(METHODS[3].signature) == "def take(self) -> int:"
+    assert one_line(METHODS[5].signature) == "@property\ndef size(self) -> int:"
+
+
+def test_a_skeleton_lists_public_methods_once_wanted_ones_first() -> None:
+    text = class_skeleton(BOX, METHODS, {"take"})
+    assert text.splitlines() == [
+        "class Box(Base):",
+        '    """Holds things."""',
+        "    def take(self) -> int: ...",
+        "    def __init__(self, size: int = 1) -> None: ...",
+        "    def put(self, item): ...",
+        "    @property",
+        "    def size(self) -> int: ...",
+    ]
+    assert len(class_skeleton(BOX, METHODS * 20, limit_chars=120)) <= 120
+
+
+def test_members_are_grouped_by_class_and_receivers_guessed_by_the_methods_called() -> None:
+    classes = members_by_class([BOX, *METHODS, D("open", "def open(self):", scope="Door")])
+    assert set(classes) == {"Box", "Door"}
+    text = "b.put(1)\nb.take()\nd.open()\nself.put(2)\n"
+    assert guess_receivers(text, classes) == [("b", "Box", 2)]
+    assert guess_receivers(text, classes, min_hits=1)[1] == ("d", "Door", 1)
