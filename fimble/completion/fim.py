@@ -205,7 +205,10 @@ def build_prompt(
     """Assemble a FIM prompt, most stable part first.
 
     ``files`` are other files' snippets as (path, text, reason), already chosen and ordered by the
-    caller; they are taken in order while they fit ``context_budget`` tokens. Prefix and suffix are
+    caller, best first; they are taken in that order while they fit ``context_budget`` tokens, and
+    laid out in the reverse order, so the best one sits right before the current file (a small
+    model attends most to what is nearest, as in its repo-level training, where the imported file
+    comes just before its importer). Prefix and suffix are
     cut at line boundaries to their token budgets; the prefix keeps the cursor's line whole so that
     its top edge stays put while the user types on that line.
     """
@@ -219,24 +222,28 @@ def build_prompt(
             PromptPart("repo", (fim.repo_name, *tokenize(f"{repo or 'workspace'}\n")), "repository name")
         )
         used = 0
+        chosen: list[PromptPart] = []
         for file_path, text, reason in files:
             newline = "" if text.endswith("\n") else "\n"
             body = tokenize(f"{file_path}\n{text}{newline}")
             if used + len(body) + 1 > context_budget:
                 continue
             used += len(body) + 1
-            parts.append(PromptPart("context", (fim.file_sep, *body), reason, file_path))
+            chosen.append(PromptPart("context", (fim.file_sep, *body), reason, file_path))
+        parts.extend(reversed(chosen))
         if path:
             parts.append(PromptPart("path", (fim.file_sep, *tokenize(f"{path}\n")), "current file"))
     elif files:
         # No repo-level format: other files go first as plain text, separated by blank lines.
         used = 0
+        plain: list[PromptPart] = []
         for file_path, text, reason in files:
             body = tokenize(f"{file_path}\n{text}\n\n")
             if used + len(body) > context_budget:
                 continue
             used += len(body)
-            parts.append(PromptPart("context", tuple(body), reason, file_path))
+            plain.append(PromptPart("context", tuple(body), reason, file_path))
+        parts.extend(reversed(plain))
     prefix_tokens = _keep_tail_lines(tokenize, head, head_budget) + tokenize(line)
     parts.append(PromptPart("prefix", (fim.prefix, *prefix_tokens), "file before the cursor"))
     parts.append(

@@ -149,8 +149,8 @@ def test_suffix_budget_cuts_whole_lines_from_the_bottom() -> None:
     assert kept == "s0\ns1\ns2\n"
 
 
-def test_context_files_are_packed_to_the_budget_in_order() -> None:
+def test_context_files_are_packed_best_first_and_laid_out_best_last() -> None:
     files = [("a.py", "a" * 10, "first"), ("b.py", "b" * 50, "too big"), ("c.py", "c" * 10, "third")]
     prompt = build_prompt(chars, QWEN, "x", "", path="m.py", files=files, context_budget=40)
     reasons = [p.reason for p in prompt.parts if p.kind == "context"]
-    assert reasons == ["first", "third"]
+    assert reasons == ["third", "first"]  # the best chunk sits right before the current file
