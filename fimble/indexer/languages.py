@@ -34,6 +34,7 @@ class LanguageSpec:
     separator: str = "."
     shebangs: tuple[str, ...] = ()
     filenames: tuple[str, ...] = ()
+    skeleton: bool = False  # parse function bodies blanked (skeleton.py); Python only
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,7 @@ def _table() -> _Table:
             separator=fields.get("separator", "."),
             shebangs=tuple(fields.get("shebangs", ())),
             filenames=tuple(fields.get("filenames", ())),
+            skeleton=bool(fields.get("skeleton", False)),
         )
         specs[name] = spec
         by_ext.update(dict.fromkeys(spec.extensions, name))

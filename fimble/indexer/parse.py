@@ -22,6 +22,7 @@ import tree_sitter as ts
 
 from fimble.indexer.languages import LanguageSpec, language_spec
 from fimble.indexer.records import DefRecord
+from fimble.indexer.skeleton import Skeleton, skeleton
 
 __all__ = ["Extraction", "ParsedDef", "ParsedImport", "extract", "parser", "query_source", "warm"]
 
@@ -36,6 +37,9 @@ _COMMENT_END = re.compile(r"\s*\*+/\s*$")
 _COMMENT_STARTS = ("#", "//", "/*", "*", "--")
 _STRING_PREFIX = re.compile(r"^[rRbBuUfF]{0,2}(\"\"\"|'''|\"|')")
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
+_SKELETON = "#skeleton"  # the parser key of a language's skeleton parser
+# Below this size, scanning for the bodies costs more than parsing them (stdlib: even at ~8 KB).
+_SKELETON_MIN_BYTES = 8192
 
 
 # A definition as found in one file is the record the store keeps (lines and columns 0-based, columns in
@@ -114,7 +118,7 @@ def _parser(name: str) -> ts.Parser:
         parsers = _local.parsers = {}
     parser = parsers.get(name)
     if parser is None:
-        parser = parsers[name] = ts.Parser(_grammar(name)[0])
+        parser = parsers[name] = ts.Parser(_grammar(name.removesuffix(_SKELETON))[0])
     return parser
 
 
@@ -134,7 +138,10 @@ def extract(language: str, source: bytes) -> Extraction:
     if spec is None:
         return Extraction((), (), False)
     _, query = _grammar(language)
-    tree = _parser(language).parse(source)
+    skel = skeleton(source) if spec.skeleton and len(source) >= _SKELETON_MIN_BYTES else None
+    tree = _parse_skeleton(language, source, skel) if skel is not None else None
+    if tree is None or tree.root_node.has_error:  # a real syntax error, or a misread: parse it all
+        skel, tree = None, _parser(language).parse(source)
     root = tree.root_node
     cursor = ts.QueryCursor(query)
     cursor.set_max_start_depth(spec.max_depth)
@@ -142,6 +149,7 @@ def extract(language: str, source: bytes) -> Extraction:
     imports: dict[tuple[int, str, str], list] = {}
     roles = _roles.setdefault(language, {})
     rank = _KIND_RANK.get
+    moved: dict[int, tuple[int, int, int]] = {}  # skeleton end byte -> original (row, column, byte)
     for index, caps in cursor.matches(root):
         role = roles.get(index)
         if role is None or (role and role not in caps):  # a role is fixed per pattern; checked anyway
@@ -162,15 +170,40 @@ def extract(language: str, source: bytes) -> Extraction:
         name_node = names[0]
         name = source[name_node.start_byte : name_node.end_byte].decode("utf-8", "replace")
         start, end = node.start_byte, node.end_byte
+        if skel is not None and kind == "function":
+            cut = skel.ends.get(start)
+            if cut is not None and end <= cut[0]:
+                moved[end] = cut[1:]
         key = (start, end, name)
         old = found.get(key)
         if old is None or rank(old.kind, 9) < rank(kind, 9):
             found[key] = _Found(start, -end, kind, name, node, caps, is_scope)
-    definitions = _resolve_scopes(spec, source, sorted(found.values(), key=_order))
+    if moved:  # cut bodies: give their functions (and classes ending with one) their real end
+        found = {
+            key: item._replace(neg_end=-moved[-item.neg_end][2]) if -item.neg_end in moved else item
+            for key, item in found.items()
+        }
+    definitions = _resolve_scopes(spec, source, sorted(found.values(), key=_order), moved)
     return Extraction(tuple(definitions), _finish_imports(imports), root.has_error)
 
 
 _order = itemgetter(0, 1)
+
+
+def _parse_skeleton(language: str, source: bytes, skel: Skeleton) -> ts.Tree:
+    """Parse a skeleton: everything but its gaps (``included_ranges``), which the lexer never reads.
+    A parser of its own, so the shared one (``parser()``) never keeps these ranges."""
+    parser = _parser(language + _SKELETON)
+    ranges: list[ts.Range] = []
+    at, at_point = 0, ts.Point(0, 0)
+    for start, start_row, start_col, end, end_row, end_col in skel.gaps:
+        ranges.append(ts.Range(at_point, ts.Point(start_row, start_col), at, start))
+        at, at_point = end, ts.Point(end_row, end_col)
+    last_newline = source.rfind(b"\n")
+    eof = ts.Point(source.count(b"\n"), len(source) - last_newline - 1)
+    ranges.append(ts.Range(at_point, eof, at, len(source)))
+    parser.included_ranges = ranges
+    return parser.parse(skel.source)
 
 
 def _text(source: bytes, node: ts.Node) -> str:
@@ -182,16 +215,20 @@ def _first(caps: dict[str, list[ts.Node]], name: str) -> ts.Node | None:
     return nodes[0] if nodes else None
 
 
-def _resolve_scopes(spec: LanguageSpec, source: bytes, items: list[_Found]) -> list[ParsedDef]:
-    """Give each definition its enclosing scope (by range nesting) and its qualified name."""
+def _resolve_scopes(
+    spec: LanguageSpec, source: bytes, items: list[_Found], moved: dict[int, tuple[int, int, int]]
+) -> list[ParsedDef]:
+    """Give each definition its enclosing scope (by range nesting) and its qualified name; ``moved``
+    maps the end byte of a skeleton's node to the original end (row, column, byte)."""
     sep = spec.separator
     wrappers = spec.wrappers
-    stack: list[tuple[int, str, str]] = []  # (end_byte, qualname, kind)
+    nested_ok = not spec.skeleton  # else what a function body defines is left out, parsed or not
+    stack: list[tuple[int, str, str, bool]] = []  # (end_byte, qualname, kind, inside a function)
     out: list[ParsedDef] = []
     for start, neg_end, item_kind, name, node, caps, is_scope in items:
         while stack and stack[-1][0] <= start:
             stack.pop()
-        parent_q, parent_kind = (stack[-1][1], stack[-1][2]) if stack else ("", "")
+        parent_q, parent_kind, hidden = stack[-1][1:] if stack else ("", "", False)
         receiver_nodes = caps.get("receiver")
         receiver = _TEMPLATE_ARGS.sub("", _text(source, receiver_nodes[0])) if receiver_nodes else ""
         if sep in name:  # C++ `A::B::f` captured whole: the prefix is part of the scope
@@ -203,13 +240,15 @@ def _resolve_scopes(spec: LanguageSpec, source: bytes, items: list[_Found]) -> l
         else:
             scope, scope_kind = parent_q, parent_kind
         qualname = f"{scope}{sep}{name}" if scope else name
-        stack.append((-neg_end, qualname, item_kind))
-        if is_scope:
+        hidden = hidden or (parent_kind == "function" and not nested_ok)
+        stack.append((-neg_end, qualname, item_kind, hidden))
+        if is_scope or hidden:
             continue
         kind = "method" if item_kind == "function" and scope_kind in _CLASSLIKE else item_kind
         outer = _outer(wrappers, node) if wrappers else node
         start_row, start_col = node.start_point
-        end_row, end_col = node.end_point
+        real_end = moved.get(node.end_byte) if moved else None
+        end_row, end_col = real_end[:2] if real_end is not None else node.end_point
         doc_node = _first(caps, "doc")
         doc = _docstring(source, doc_node) if doc_node is not None else _comment_doc(spec, source, outer)
         signature = _signature(source, outer, node, _first(caps, "body"))
