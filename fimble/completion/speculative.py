@@ -1,11 +1,15 @@
 """Prompt-lookup drafting: guess the next tokens of a completion from where its recent tokens occurred before.
 
-On a 2-core CPU generating one token costs one pass over the weights (~35 ms at the memory-bandwidth
-floor), while checking several guessed tokens in one batch costs little more than one pass plus
-~12 ms per extra token. Code completions copy a lot from their prompt — identifiers, argument lists,
-the line that follows a similar line — so the continuation of the last few generated tokens' earlier
-occurrence in the prompt is often exactly what the model will generate. The engine checks such a
-draft in one batched decode and keeps the tokens the model agrees with (greedy: identical output).
+On a 2-core CPU generating one token costs one pass over the weights (~40 ms at the memory-bandwidth
+floor). Checking several guessed tokens in one batch was hoped to cost little more than one pass, but
+llama.cpp's small-batch CPU kernels do not amortise it: measured on Qwen2.5-Coder-1.5B Q4_K_M with
+1,500 cached tokens (``bench/speculative.py``, idle), a batch of n costs ~42 + ~30 (n - 1) ms, so a
+drafted token costs ~0.7 of a step whether or not it is accepted, and even drafts that are always
+right cannot be faster than ~1.4x. Code completions copy a lot from their prompt — identifiers,
+argument lists, the line that follows a similar line — so the continuation of the last few
+generated tokens' earlier occurrence in the prompt is often exactly what the model will generate.
+The engine checks such a draft in one batched decode and keeps the tokens the model agrees with
+(greedy: identical output).
 
 Everything here is pure and model-free: an n-gram index over token ids, and a policy that decides how
 long a draft is worth (no draft without a match; longer drafts while recent drafts were accepted).
@@ -115,9 +119,9 @@ class DraftStats:
 class DraftPolicy:
     """How many tokens to draft now, from the match length and how recent drafts fared.
 
-    A drafted token that is rejected costs ~0.45 of a decoding step; one that is accepted saves a whole
-    step. So a draft is worth it only while the chance that its next token is accepted stays above
-    ~0.45. The policy keeps an exponentially weighted acceptance rate of drafted tokens per match
+    A drafted token costs ~0.7 of a decoding step (see the module docstring); one that is accepted
+    saves a whole step. So a draft is worth it only while the chance that its next token is accepted
+    stays above ~0.7. The policy keeps an exponentially weighted acceptance rate of drafted tokens per match
     length (a 1-gram match guesses far worse than a 4-gram one) and drafts ``k`` tokens where the
     chance that all ``k`` are accepted (rate ** k) is still above ``min_chance``. Rates start
     optimistic and are shared across requests (the engine keeps one policy), so a run of poor
@@ -125,12 +129,12 @@ class DraftPolicy:
     """
 
     max_draft: int = 8
-    min_chance: float = 0.45  # a draft token costs ~0.45 of a step (batch of n: ~37 + 16 (n-1) ms)
+    min_chance: float = 0.7  # a draft token costs ~0.7 of a step (batch of n: ~42 + 30 (n-1) ms)
     decay: float = 0.85  # weight of the old rate at each update (about the last 6-7 drafts)
     recover: float = 0.05  # a match not drafted moves its rate this much back toward ``initial``
-    # Index = match length. A 1-gram match is not drafted until it earns it: on standard-library
-    # completions only ~30% of such drafts were accepted.
-    initial: tuple[float, ...] = (0.0, 0.3, 0.55, 0.7, 0.85)
+    # Index = match length. 1- and 2-gram matches start below ``min_chance`` and are not drafted
+    # until they earn it: on standard-library completions only ~30% of 1-gram drafts were accepted.
+    initial: tuple[float, ...] = (0.0, 0.3, 0.55, 0.75, 0.9)
     rates: list[float] = field(default_factory=list)
 
     def __post_init__(self) -> None:
