@@ -15,6 +15,7 @@ import contextlib
 import ctypes
 import logging
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -96,6 +97,9 @@ class Generation:
 # ggml_log_level: 0 none, 1 debug, 2 info, 3 warn, 4 error, 5 continuation of the previous line.
 _LOG_LEVELS = {3: logging.INFO, 4: logging.WARNING}  # its warnings are mostly model-file trivia
 _llama_logger = logging.getLogger("fimble.llama")
+# Set while a decode is being aborted on purpose (a newer keystroke): llama.cpp then logs its "failed
+# to compute graph / failed to decode, ret = 2" lines as warnings, which are normal here, not news.
+_aborting = threading.Event()
 
 
 def _install_log_callback(llama_cpp) -> None:  # type: ignore[no-untyped-def]
@@ -103,7 +107,7 @@ def _install_log_callback(llama_cpp) -> None:  # type: ignore[no-untyped-def]
 
     @llama_cpp.llama_log_callback
     def _callback(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
-        lvl = _LOG_LEVELS.get(level, logging.DEBUG)
+        lvl = logging.DEBUG if _aborting.is_set() else _LOG_LEVELS.get(level, logging.DEBUG)
         if _llama_logger.isEnabledFor(lvl):
             _llama_logger.log(lvl, "%s", text.decode("utf-8", "replace").rstrip())
 
@@ -226,7 +230,10 @@ class Engine:
         self._cached = []
 
     def _should_abort(self, _data: ctypes.c_void_p) -> bool:
-        return self._abort_armed and self._cancel is not None and self._cancel.cancelled
+        if self._abort_armed and self._cancel is not None and self._cancel.cancelled:
+            _aborting.set()  # cleared when the decode returns (``_decode_at``)
+            return True
+        return False
 
     def _apply_plan(self, plan: ReusePlan, prompt: Sequence[int]) -> None:
         """Drop what the plan does not keep and move reused chunks to their new positions."""
@@ -273,6 +280,7 @@ class Engine:
                 rc = self._ll.llama_decode(self._ctx, batch)
             finally:
                 self._abort_armed = False
+                _aborting.clear()
             if rc == 0:
                 for pos, tok in chunk:
                     if pos == len(self._cached):
