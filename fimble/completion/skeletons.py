@@ -17,7 +17,6 @@ from typing import Protocol
 __all__ = ["class_skeleton", "guess_receivers", "members_by_class", "method_in_class", "one_line"]
 
 _ATTR = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)")
-_KEEP_DECORATORS = ("@property", "@staticmethod", "@classmethod")
 
 
 class _Def(Protocol):
@@ -30,16 +29,22 @@ class _Def(Protocol):
 
 
 def one_line(signature: str, limit: int = 160) -> str:
-    """A signature on one line: decorators other than property/static/class dropped, whitespace
-    collapsed (a multi-line parameter list costs as many tokens on one line, with less padding)."""
+    """A signature on one line (whitespace collapsed: a multi-line parameter list costs as many
+    tokens on one line, with less padding), its decorators kept above it — a skeleton without
+    ``@setupmethod`` teaches the model that these methods have none. ``@overload`` is dropped (one
+    line per name is shown). Too long, the parameter list is cut after a whole parameter and
+    closed with ``...)`` so the line still reads as a signature."""
     kept = [ln.strip() for ln in signature.splitlines() if ln.strip()]
-    decorators = [ln for ln in kept if ln.startswith("@")]
+    decorators = [ln for ln in kept if ln.startswith("@") and "overload" not in ln]
     body = " ".join(ln for ln in kept if not ln.startswith("@"))
     body = re.sub(r"\(\s+", "(", re.sub(r",?\s+\)", ")", re.sub(r"\s+", " ", body)))
     if len(body) > limit:
-        body = body[: limit - 4].rstrip() + " ...:" if body.endswith(":") else body[:limit]
-    keep = [d for d in decorators if d.startswith(_KEEP_DECORATORS)]
-    return "\n".join([*keep, body])
+        close = body.rfind(")")
+        tail = body[close + 1 :] if close > 0 else ""
+        head = body[: max(limit - len(tail) - 6, 0)]
+        cut = head.rfind(", ")
+        body = head[:cut] + ", ...)" + tail if cut > 0 and "(" in head[:cut] else body[:limit]
+    return "\n".join([*decorators, body])
 
 
 def members_by_class(defs: Iterable[_Def]) -> dict[str, list[_Def]]:
@@ -91,7 +96,7 @@ def method_in_class(method: _Def, cls: _Def | None) -> str:
         sig += f'\n    """{method.doc}"""' if method.path.endswith(".py") else f"  // {method.doc}"
     owner = method.qualname.rsplit(".", 1)[0]
     header = one_line(cls.signature, 200) if cls is not None else f"class {owner}:"
-    if method.path.endswith(".py") and sig.splitlines()[0].endswith(":") and not method.doc:
+    if method.path.endswith(".py") and sig.splitlines()[-1].endswith(":") and not method.doc:
         sig += " ..."
     return f"{header}\n{_indent(sig)}"
 

@@ -32,10 +32,19 @@ METHODS = [
 ]
 
 
-def test_one_line_collapses_parameters_and_keeps_only_meaningful_decorators() -> None:
+def test_one_line_collapses_parameters_and_keeps_decorators_but_overload() -> None:
     assert one_line(METHODS[0].signature) == "def __init__(self, size: int = 1) -> None:"
     assert one_line(METHODS[3].signature) == "def take(self) -> int:"
     assert one_line(METHODS[5].signature) == "@property\ndef size(self) -> int:"
+    route = "@setupmethod\ndef route(self, rule: str):"
+    assert one_line(route) == route
+
+
+def test_a_long_signature_is_cut_after_a_whole_parameter() -> None:
+    sig = "def f(" + ", ".join(f"a{i}: int = {i}" for i in range(30)) + ") -> bool:"
+    short = one_line(sig, limit=60)
+    assert short.endswith(", ...) -> bool:") and len(short) <= 60
+    assert short.startswith("def f(a0: int = 0, a1: int = 1")
 
 
 def test_a_skeleton_lists_public_methods_once_wanted_ones_first() -> None:
