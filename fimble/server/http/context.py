@@ -97,8 +97,9 @@ class AppContext:
         return parse_fields(await read_json(request, self.settings.max_body_bytes), fields)
 
     async def with_repository_context(self, raw: RawPrompt) -> RawPrompt:
-        """Add fimble's own snippets for the cursor to what the client sent (ours last: they are
-        kept first when the context budget is short). Failed or slow retrieval adds nothing."""
+        """Add fimble's own snippets for the cursor after what the client sent: when the context
+        budget is short the client's are kept, and laid out (best last) they sit nearest the file.
+        Failed or slow retrieval adds nothing."""
         if self.index is None or not raw.fim:
             return raw
         try:

@@ -318,9 +318,11 @@ def test_repository_context_from_the_index_joins_the_clients_snippets(serve) -> 
         )
     prompt = served.engine.prompts[-1]
     assert index.asked == ["src/app.ts"]
+    # The client's snippets come first in the list (kept when the budget is short), so they are
+    # laid out last, nearest the current file; fimble's own before them.
     assert (
-        prompt.index("<SEP>src/util.ts")
-        < prompt.index("<SEP>src/math.ts\nexport const PI")
+        prompt.index("<SEP>src/math.ts\nexport const PI")
+        < prompt.index("<SEP>src/util.ts")
         < prompt.index("<PRE>")
     )
 
