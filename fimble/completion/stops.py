@@ -68,16 +68,43 @@ def first_line_stop(text: str, ctx: StopContext) -> tuple[str, int] | None:
     """Single-line mode: stop at the newline ending the first line that has content.
 
     A suggestion at the end of a line may start on the next line (Copilot shows it the same way), so
-    leading newlines do not stop it; the first newline after real content does.
+    leading newlines do not stop it; the first newline after real content does — unless the line
+    leaves a bracket of its own open (``result = await Runner.run(`` followed by one argument per
+    line): one statement is then the suggestion, through the line that closes the bracket (at most
+    ``_STATEMENT_MAX_LINES`` lines), rather than a line ending in a dangling ``(``.
     """
     if ctx.multiline:
         return None
     stripped = text.lstrip("\r\n")
-    cut = stripped.find("\n")
-    if cut < 0:
+    lead = len(text) - len(stripped)
+    first = stripped.find("\n")
+    if first < 0:
         return None
-    keep = len(text) - len(stripped) + cut
-    return "newline", keep
+    depth, depths = 0, {}  # newline index -> brackets the suggestion opened and left open before it
+    comment = False  # after "# " or "//" up to the end of the line: brackets there are prose
+    for i, ch in _code_chars(stripped):
+        if ch == "\n":
+            depths[i], comment = depth, False
+        elif comment:
+            continue
+        elif stripped.startswith(("# ", "//"), i):
+            comment = True
+        elif ch in _OPENERS:
+            depth += 1
+        elif ch in _CLOSERS:
+            depth = max(0, depth - 1)  # closing one the cursor's line opened is the bracket rule's
+    cut, lines = first, 1
+    while depths.get(cut, 0) > 0 and lines < _STATEMENT_MAX_LINES:
+        nxt = stripped.find("\n", cut + 1)
+        if nxt < 0:
+            return None  # the statement is still open: go on
+        cut, lines = nxt, lines + 1
+    if lines >= _STATEMENT_MAX_LINES and depths.get(cut, 0) > 0:
+        cut = first  # a runaway: keep the old one-line answer
+    return "newline", lead + cut
+
+
+_STATEMENT_MAX_LINES = 12
 
 
 def suffix_repeat_stop(text: str, ctx: StopContext) -> tuple[str, int] | None:

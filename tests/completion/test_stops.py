@@ -93,3 +93,19 @@ def test_repetition_keeps_the_first_copy() -> None:
     assert repetition_stop("x = a" + ".b" * 30, ctx()) == ("stop_rule:repetition", 7)
     assert repetition_stop("[0, 0, 0, 0, 0, 0]", ctx()) is None
     assert repetition_stop("\n    f()\n    f()\n", ctx()) is None  # twice may be meant
+
+
+def test_single_line_mode_finishes_a_statement_whose_brackets_span_lines() -> None:
+    text = "result = await Runner.run(\n    agent,\n    msg,\n)\nprint(result)\n"
+    assert first_line_stop("result = await Runner.run(\n    agent,", ctx()) is None  # still open
+    assert first_line_stop(text, ctx()) == ("newline", text.index("\nprint"))
+    # Brackets in a comment or a string are not the statement's; a closer the line did not open
+    # (the cursor's own call) does not count either.
+    assert first_line_stop("x = 1  # see (below\ny = 2\n", ctx()) == ("newline", 19)
+    assert first_line_stop("print('(')\nz\n", ctx()) == ("newline", 10)
+    assert first_line_stop("a), b(\n  c)\nd\n", ctx()) == ("newline", 11)
+
+
+def test_a_statement_left_open_too_long_falls_back_to_its_first_line() -> None:
+    text = "call(\n" + "".join(f"    a{i},\n" for i in range(20))
+    assert first_line_stop(text, ctx()) == ("newline", len("call("))
