@@ -9,8 +9,8 @@ Measured, and written as JSON (``bench/results/index.json`` unless ``--out``):
 * full index (fresh store) with the process pool and without, wall time, CPU time (this process and
   the pool), files/s, MB/s, store size, and the ratio to ``ctags -R`` on the same tree (median of
   ``--repeat`` runs each);
-* the CPU of each stage of a full index (walk, read, tree-sitter parse, query, definitions, BM25 terms,
-  postings), timed alone in one process: where the full index's time goes;
+* the CPU of each stage of a full index (walk, read, the Python skeleton scan, tree-sitter parse, query,
+  definitions, BM25 terms, postings), timed alone in one process: where the full index's time goes;
 * whether tree-sitter releases the GIL (two threads parsing vs one);
 * a no-change re-run, a one-file update (``update_file`` + ``flush``) and a full pass after one edit;
 * the time to open an existing index (in process; and a fresh process, imports included);
@@ -216,7 +216,11 @@ def cpu_breakdown(root: Path) -> dict:
     for lang in {lang for lang, _ in parsed}:
         parse.warm(lang)
     started = clock()
-    trees = [(lang, parse._parser(lang).parse(data)) for lang, data in parsed]
+    skeletons = [parse._skeleton_of(language_spec(lang), data) for lang, data in parsed]
+    out["python_skeleton_scan"] = clock() - started
+    started = clock()
+    pairs = zip(parsed, skeletons, strict=True)
+    trees = [(lang, parse._parse_tree(lang, data, skel)[0]) for (lang, data), skel in pairs]
     out["tree_sitter_parse"] = clock() - started
     started = clock()
     for lang, tree in trees:
@@ -228,9 +232,9 @@ def cpu_breakdown(root: Path) -> dict:
     started = clock()
     for lang, data in parsed:
         parse.extract(lang, data)
-    extract = clock() - started  # parse + query + definitions; the difference is noisy on a busy box
+    extract = clock() - started  # scan + parse + query + definitions; the difference is noisy on a busy box
     out["definitions_and_imports_python"] = max(
-        extract - out["tree_sitter_parse"] - out["tree_sitter_query"], 0.0
+        extract - out["python_skeleton_scan"] - out["tree_sitter_parse"] - out["tree_sitter_query"], 0.0
     )
     started = clock()
     for _, data, _ in files:

@@ -5,6 +5,10 @@ Everything language-specific comes from ``queries/<lang>.scm`` (what to capture)
 capture convention documented in ``queries/README.md``. Grammars, queries and parsers are created
 lazily and cached per process (parsers per thread: a ``Parser`` is not thread-safe), so importing this
 module is cheap and a worker process pays for the languages it meets only.
+
+A language marked ``skeleton`` (Python) is parsed without its function bodies when the file is big
+enough for that to pay (``skeleton.py``); its definitions nested in a function body are left out
+whichever way it was parsed, so the index does not depend on a file's size.
 """
 
 from __future__ import annotations
@@ -138,10 +142,7 @@ def extract(language: str, source: bytes) -> Extraction:
     if spec is None:
         return Extraction((), (), False)
     _, query = _grammar(language)
-    skel = skeleton(source) if spec.skeleton and len(source) >= _SKELETON_MIN_BYTES else None
-    tree = _parse_skeleton(language, source, skel) if skel is not None else None
-    if tree is None or tree.root_node.has_error:  # a real syntax error, or a misread: parse it all
-        skel, tree = None, _parser(language).parse(source)
+    tree, skel = _parse_tree(language, source, _skeleton_of(spec, source))
     root = tree.root_node
     cursor = ts.QueryCursor(query)
     cursor.set_max_start_depth(spec.max_depth)
@@ -190,6 +191,21 @@ def extract(language: str, source: bytes) -> Extraction:
 _order = itemgetter(0, 1)
 
 
+def _skeleton_of(spec: LanguageSpec, source: bytes) -> Skeleton | None:
+    return skeleton(source) if spec.skeleton and len(source) >= _SKELETON_MIN_BYTES else None
+
+
+def _parse_tree(language: str, source: bytes, skel: Skeleton | None) -> tuple[ts.Tree, Skeleton | None]:
+    """The tree of ``source``, parsed without the gaps of ``skel`` when there is one, and the
+    skeleton actually used: None after a syntax error in the cut parse (a real one, or a misread
+    of the scan), when the whole file is parsed instead."""
+    if skel is not None:
+        tree = _parse_skeleton(language, source, skel)
+        if not tree.root_node.has_error:
+            return tree, skel
+    return _parser(language).parse(source), None
+
+
 def _parse_skeleton(language: str, source: bytes, skel: Skeleton) -> ts.Tree:
     """Parse a skeleton: everything but its gaps (``included_ranges``), which the lexer never reads.
     A parser of its own, so the shared one (``parser()``) never keeps these ranges."""
@@ -199,9 +215,9 @@ def _parse_skeleton(language: str, source: bytes, skel: Skeleton) -> ts.Tree:
     for start, start_row, start_col, end, end_row, end_col in skel.gaps:
         ranges.append(ts.Range(at_point, ts.Point(start_row, start_col), at, start))
         at, at_point = end, ts.Point(end_row, end_col)
-    last_newline = source.rfind(b"\n")
-    eof = ts.Point(source.count(b"\n"), len(source) - last_newline - 1)
-    ranges.append(ts.Range(at_point, eof, at, len(source)))
+    if at < len(source):  # (a file may end inside a cut body)
+        eof = ts.Point(source.count(b"\n"), len(source) - source.rfind(b"\n") - 1)
+        ranges.append(ts.Range(at_point, eof, at, len(source)))
     parser.included_ranges = ranges
     return parser.parse(skel.source)
 

@@ -89,6 +89,7 @@ class _Lines:
     blank: np.ndarray  # per physical line: empty or comment-only
     logical: np.ndarray  # physical line numbers of the logical lines
     indent: np.ndarray  # per logical line: its indentation (tree-sitter's measure)
+    comment_ends: np.ndarray  # where each comment ends (sorted)
 
 
 def skeleton(data: bytes) -> Skeleton | None:
@@ -148,7 +149,8 @@ def _scan(data: bytes) -> _Lines | None:
         feeds = np.flatnonzero(raw == 12)
         if (np.searchsorted(feeds, l_first) - np.searchsorted(feeds, l_start)).any():
             return None  # a form feed in an indentation: tree-sitter's count would be ours to guess
-    return _Lines(raw, starts, ends, first, blank, logical, indent)
+    comment_ends = token_ends[raw[token_starts] == 35] if len(token_starts) else token_ends
+    return _Lines(raw, starts, ends, first, blank, logical, indent, comment_ends)
 
 
 def _keyword_at(raw: np.ndarray, pos: np.ndarray, word: bytes) -> np.ndarray:
@@ -223,8 +225,15 @@ def _cut(data: bytes, lines: _Lines) -> Skeleton | None:
         stmt[~kept_first].tolist(), lines.ends[logical[k[~kept_first] + 1]].tolist(), strict=True
     ):
         out[at:line_end] = b"0" + b" " * (line_end - at - 1)
+    # A body ends where its last line's code ends, or with that line's comment (which, for
+    # tree-sitter, holds everything up to the newline: trailing spaces, a carriage return).
     last_start = lines.starts[last].tolist()
-    end_cols = [len(data[a:b].rstrip()) for a, b in zip(last_start, cut_end.tolist(), strict=True)]
+    at = np.minimum(np.searchsorted(lines.comment_ends, cut_end), max(len(lines.comment_ends) - 1, 0))
+    commented = (lines.comment_ends[at] == cut_end).tolist() if len(lines.comment_ends) else [False] * len(k)
+    end_cols = [
+        b - a if comment else len(data[a:b].rstrip())
+        for a, b, comment in zip(last_start, cut_end.tolist(), commented, strict=True)
+    ]
     ends = {
         head: (c_end, row, col, start + col)
         for head, c_end, row, col, start in zip(
