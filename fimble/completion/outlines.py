@@ -88,9 +88,9 @@ def reexports(
     plain: list[str] = []
     for imp in index.imports_of(target):
         spec = getattr(imp, "spec", "")
-        if not (imp.names and spec):
-            continue
-        wanted = [n for n in imp.names if not names or n in names]
+        if not (imp.names and spec and imp.targets):
+            continue  # ``from logging import NullHandler`` in a package: not its API
+        wanted = [n for n in imp.names if (not names or n in names) and not n.startswith("__")]
         defs: dict[str, Any] = {}
         members: dict[str, list] = {}
         if imp.targets and any(n in used or n in near for n in wanted):

@@ -245,7 +245,11 @@ def test_a_package_reexport_used_in_the_file_shows_its_definition() -> None:
         Def("pkg/api.py", "post", qualname="post", signature="def post(\n    url, data=None, **kw\n):"),
         Def("pkg/api.py", "get", qualname="get", signature="def get(url):"),
     ]
-    idx.other_imports["pkg/__init__.py"] = [Imp(("pkg/api.py",), ("get", "post", "put"), line=0, spec=".api")]
+    idx.other_imports["pkg/__init__.py"] = [
+        Imp(("pkg/api.py",), ("get", "post", "put"), line=0, spec=".api"),
+        Imp((), ("NullHandler",), line=1, spec="logging"),  # not the package's API
+        Imp(("pkg/__version__.py",), ("__version__",), line=2, spec=".__version__"),
+    ]
     text = "import pkg\n\n\n\n\n\n\n\n\n\n\nr = pkg.post(u)\n"
     chunk = next(c for c in gather_context(idx, "app.py", text, 11) if c.path == "pkg/__init__.py")
     assert chunk.text.splitlines() == ["def post(url, data=None, **kw):", "from .api import get, put"]
