@@ -17,6 +17,8 @@ import functools
 import importlib
 import re
 import threading
+from bisect import bisect_right
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from operator import itemgetter
@@ -171,14 +173,12 @@ def extract(language: str, source: bytes) -> Extraction:
         name_node = names[0]
         name = source[name_node.start_byte : name_node.end_byte].decode("utf-8", "replace")
         start, end = node.start_byte, node.end_byte
-        if skel is not None and kind == "function":
-            cut = skel.ends.get(start)
-            if cut is not None and end <= cut[0]:
-                moved[end] = cut[1:]
         key = (start, end, name)
         old = found.get(key)
         if old is None or rank(old.kind, 9) < rank(kind, 9):
             found[key] = _Found(start, -end, kind, name, node, caps, is_scope)
+    if skel is not None:
+        moved = _real_ends(skel, found.values())
     if moved:  # cut bodies: give their functions (and classes ending with one) their real end
         found = {
             key: item._replace(neg_end=-moved[-item.neg_end][2]) if -item.neg_end in moved else item
@@ -189,6 +189,22 @@ def extract(language: str, source: bytes) -> Extraction:
 
 
 _order = itemgetter(0, 1)
+
+
+def _real_ends(skel: Skeleton, items: Iterable[_Found]) -> dict[int, tuple[int, int, int]]:
+    """Skeleton end byte -> original (row, column, byte) of the definitions that end inside a cut
+    function: from its ``def`` to its last cut byte. Only that function, or one containing it (a
+    class, maybe nested beyond the query's depth limit), can end there, and it ends where that
+    function really ends."""
+    heads = list(skel.ends)  # in file order
+    cuts = list(skel.ends.values())
+    moved: dict[int, tuple[int, int, int]] = {}
+    for item in items:
+        end = -item.neg_end
+        at = bisect_right(heads, end) - 1
+        if at >= 0 and heads[at] < end <= cuts[at][0]:
+            moved[end] = cuts[at][1:]
+    return moved
 
 
 def _skeleton_of(spec: LanguageSpec, source: bytes) -> Skeleton | None:

@@ -176,3 +176,29 @@ def test_the_shared_parser_is_untouched() -> None:
     tree = parse.parser("python").parse(b"def f():\n    x = 1\n    return x\n")
     block = tree.root_node.children[0].child_by_field_name("body")
     assert block is not None and len(block.named_children) == 2
+
+
+def test_classes_ending_with_a_method_too_deep_for_the_query(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Counter.__next__`` starts below the query's depth limit, so it is not a definition; the
+    classes around it still end where its body ends, not at the cut."""
+    data = b"""x = 1
+
+
+class jaraco:
+    class itertools:
+        class Counter:
+            def __iter__(self):
+                return self
+
+            def __next__(self):
+                result = next(self._orig_iter)
+                self.count += 1
+                return result
+
+
+def after():
+    return 1
+"""
+    found = _same(monkeypatch, data)
+    ends = {d.qualname: (d.end_line, d.end_col) for d in found.definitions}
+    assert ends["jaraco"] == ends["jaraco.itertools.Counter"] == (12, 29)
