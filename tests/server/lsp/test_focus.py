@@ -67,7 +67,8 @@ async def test_focusing_a_place_answers_its_first_request_without_the_model(tmp_
         assert texts and texts[0].strip()
         st = await status(client)
         assert st["last"]["engine"]["stop_reason"] in ("typed_through", "cached"), st["last"]
-        assert st["requests"]["completed"] == 1 and st["requests"]["tokens_evaluated"] == evaluated
+        # Answered without the model (a prefetch of the next lines may run meanwhile: not a request).
+        assert st["requests"]["completed"] == 1 and st["last"]["engine"]["tokens_evaluated"] == 0
         # Focusing the same place again finds the answer known: no model work.
         client.protocol.notify(
             "textDocument/didFocus",
