@@ -24,7 +24,7 @@ from fimble.completion.outlines import (
     reexports,
     render_outline,
 )
-from fimble.completion.skeletons import class_skeleton, guess_receivers, members_by_class
+from fimble.completion.skeletons import DefinitionLike, class_skeleton, guess_receivers, members_by_class
 
 __all__ = ["ContextChunk", "ContextGatherer", "IndexReader", "gather_context"]
 
@@ -36,13 +36,7 @@ class _Span(Protocol):
     end_line: int
 
 
-class _Definition(Protocol):
-    path: str
-    name: str
-    kind: str
-    qualname: str
-    signature: str
-    doc: str
+class _Definition(DefinitionLike, Protocol):
     span: _Span
 
 

@@ -14,12 +14,21 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
-__all__ = ["class_skeleton", "guess_receivers", "members_by_class", "method_in_class", "one_line"]
+__all__ = [
+    "DefinitionLike",
+    "class_skeleton",
+    "guess_receivers",
+    "members_by_class",
+    "method_in_class",
+    "one_line",
+]
 
 _ATTR = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)")
 
 
-class _Def(Protocol):
+class DefinitionLike(Protocol):
+    """What the index's definition records offer here (and, with a span, to ``context``)."""
+
     path: str
     name: str
     kind: str
@@ -47,9 +56,9 @@ def one_line(signature: str, limit: int = 160) -> str:
     return "\n".join([*decorators, body])
 
 
-def members_by_class(defs: Iterable[_Def]) -> dict[str, list[_Def]]:
+def members_by_class(defs: Iterable[DefinitionLike]) -> dict[str, list[DefinitionLike]]:
     """Methods (and other nested definitions) of each class, by the class's qualified name."""
-    out: dict[str, list[_Def]] = {}
+    out: dict[str, list[DefinitionLike]] = {}
     for d in defs:
         scope = getattr(d, "scope", "")
         if scope:
@@ -62,7 +71,10 @@ def _indent(text: str, by: str = "    ") -> str:
 
 
 def class_skeleton(
-    cls: _Def, members: Sequence[_Def], wanted: set[str] = frozenset(), limit_chars: int = 1400  # type: ignore[assignment]
+    cls: DefinitionLike,
+    members: Sequence[DefinitionLike],
+    wanted: set[str] = frozenset(),  # type: ignore[assignment]
+    limit_chars: int = 1400,
 ) -> str:
     """``class X(Base):`` with its doc line and one line per member: the names ``wanted`` (used near
     the cursor) first, then public ones in source order; private and dunder members other than
@@ -89,7 +101,7 @@ def class_skeleton(
     return "\n".join([head, *lines])
 
 
-def method_in_class(method: _Def, cls: _Def | None) -> str:
+def method_in_class(method: DefinitionLike, cls: DefinitionLike | None) -> str:
     """A method's signature under its class's header, so the model sees whose method it is."""
     sig = one_line(method.signature)
     if method.doc:
@@ -102,7 +114,7 @@ def method_in_class(method: _Def, cls: _Def | None) -> str:
 
 
 def guess_receivers(
-    text: str, classes: Mapping[str, Sequence[_Def]], *, skip: Iterable[str] = (), min_hits: int = 2
+    text: str, classes: Mapping[str, Sequence[DefinitionLike]], *, skip: Iterable[str] = (), min_hits: int = 2
 ) -> list[tuple[str, str, int]]:
     """(receiver, class qualname, attributes matched) for names used as ``name.attr`` in ``text``
     whose attributes a single class defines at least ``min_hits`` of, best first. ``skip``: names
