@@ -4,34 +4,20 @@
 -- ready (or its prompt already evaluated). Places the server already has an answer for cost nothing.
 local M = {}
 
-local has_011 = vim.fn.has('nvim-0.11') == 1
+local lsp_client = require('fimble.client')
 local uv = vim.uv or vim.loop
 
 local timers = {} ---@type table<integer, uv_timer_t>
 
-local function notify(client, method, params)
-  if has_011 then
-    return client:notify(method, params)
-  end
-  return client.notify(method, params)
-end
-
-local function stopped(client)
-  if has_011 then
-    return client:is_stopped()
-  end
-  return client.is_stopped()
-end
-
 local function send(client, buf)
-  if not vim.api.nvim_buf_is_valid(buf) or vim.api.nvim_get_current_buf() ~= buf or stopped(client) then
+  if not vim.api.nvim_buf_is_valid(buf) or vim.api.nvim_get_current_buf() ~= buf or lsp_client.is_stopped(client) then
     return
   end
   local mode = vim.api.nvim_get_mode().mode
   if mode ~= 'n' and mode ~= 'i' then -- visual selections, the command line: not a place to type
     return
   end
-  notify(client, 'textDocument/didFocus', vim.lsp.util.make_position_params(0, client.offset_encoding))
+  lsp_client.notify(client, 'textDocument/didFocus', vim.lsp.util.make_position_params(0, client.offset_encoding))
 end
 
 --- Send didFocus for `buf` after the cursor rests `config.focus_ms` (0 or false: never).

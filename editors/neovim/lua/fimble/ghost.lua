@@ -9,7 +9,6 @@ local M = {}
 
 local api = vim.api
 local ns = api.nvim_create_namespace('fimble')
-local has_011 = vim.fn.has('nvim-0.11') == 1
 local text_of = require('fimble.text')
 
 ---@class fimble.Suggestion
@@ -44,27 +43,8 @@ local function client_of(state)
   return state and vim.lsp.get_client_by_id(state.client_id)
 end
 
--- 0.11 made client methods take `self`; 0.10 has plain functions.
-local function request(client, method, params, handler, buf)
-  if has_011 then
-    return client:request(method, params, handler, buf)
-  end
-  return client.request(method, params, handler, buf)
-end
-
-local function notify(client, method, params)
-  if has_011 then
-    return client:notify(method, params)
-  end
-  return client.notify(method, params)
-end
-
-local function cancel_request(client, id)
-  if has_011 then
-    return client:cancel_request(id)
-  end
-  return client.cancel_request(id)
-end
+local lsp_client = require('fimble.client')
+local request, notify, cancel_request = lsp_client.request, lsp_client.notify, lsp_client.cancel_request
 
 local function in_insert(buf)
   return api.nvim_get_current_buf() == buf and api.nvim_get_mode().mode:sub(1, 1) == 'i'
