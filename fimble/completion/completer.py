@@ -24,13 +24,16 @@ from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine, Generation
 from fimble.completion.fim import FimPrompt
 from fimble.completion.loading import load_engine
+from fimble.completion.postprocess import whole_lines
 from fimble.completion.report import generation_stats
 from fimble.completion.service import CompletionRequest, CompletionResult, complete, wants_multiline
 from fimble.completion.typeahead import Flight, FlightCancel, TypeAhead
 from fimble.completion.worker import Busy, EngineWorker, Job
 from fimble.errors import Cancelled
 
-__all__ = ["Completer", "CompleterStats"]
+__all__ = ["EARLY_LINES", "Completer", "CompleterStats"]
+
+EARLY_LINES = "adopted_lines"  # the stop reason of an answer taken from a block still being written
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +151,8 @@ class Completer(WorkAhead):
 
         def on_text(text: str) -> None:
             flight.produced = text
+            if flight.adopters and flight.multiline:
+                self._answer_early(flight, text)
 
         def run(engine: Engine, own: CancelToken) -> CompletionResult:
             started = time.perf_counter()
@@ -198,7 +203,33 @@ class Completer(WorkAhead):
             flight.waiters.append(job.cancel)
             flight.adopters.append((job, typed, request))
             self._stats.adopted += 1
+        if flight.multiline:
+            self._answer_early(flight, flight.produced)
         return job
+
+    def _answer_early(self, flight: Flight, produced: str) -> None:
+        """Answer the requests waiting on a block that is still being written with its lines so far.
+
+        A block takes seconds on two cores, and the keystroke that joins one late (typically the
+        first after the cursor went somewhere and ``warm_at`` started there) would wait for its
+        end. It gets the finished lines at once; the block goes on for the type-ahead and the cache,
+        so typing on, or accepting and asking again, finds the rest without the model."""
+        with self._lock:
+            waiting = [
+                (job, typed, request)
+                for job, typed, request in flight.adopters
+                if not job.future.done() and not job.cancel.cancelled
+            ]
+        for job, typed, request in waiting:
+            if not produced.startswith(typed) or not (text := whole_lines(produced[len(typed) :])):
+                continue
+            gen = Generation(text, (), EARLY_LINES, 0, 0, 0, 0.0, 0.0)
+            try:
+                job.future.set_result(CompletionResult(text, True, gen, ()))
+            except InvalidStateError:  # the generation ended meanwhile and answered it
+                continue
+            with self._lock:
+                self.last = {"path": request.path, "stop_reason": EARLY_LINES, "tokens_evaluated": 0}
 
     def _land(self, flight: Flight, result: CompletionResult | None, err: BaseException | None) -> None:
         """The flight ended: answer each request that waited on it from its result, or run it anew."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fimble.completion.stops import StopContext, make_stop_check
 
-__all__ = ["clean_completion", "trim_suffix_lines", "trim_suffix_overlap"]
+__all__ = ["clean_completion", "trim_suffix_lines", "trim_suffix_overlap", "whole_lines"]
 
 _PAIRS = {")": "(", "]": "[", "}": "{"}
 
@@ -91,3 +91,9 @@ def clean_completion(text: str, ctx: StopContext) -> str:
     else:
         text = trim_suffix_lines(text, ctx.suffix)
     return text
+
+
+def whole_lines(text: str) -> str:
+    """The complete lines of a cut-off multi-line suggestion (nothing if the first is unfinished)."""
+    cut = text.rfind("\n")
+    return text[:cut].rstrip() if cut > 0 and text[:cut].strip() else ""

@@ -16,6 +16,8 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
+from fimble.completion.completer import EARLY_LINES
+from fimble.completion.postprocess import whole_lines
 from fimble.completion.report import explanation, generation_stats
 from fimble.completion.service import CompletionRequest, CompletionResult
 from fimble.completion.worker import Job
@@ -30,7 +32,6 @@ __all__ = [
     "Suggestion",
     "apply_selected",
     "mid_word",
-    "whole_lines",
 ]
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,7 @@ class Suggestion:
     text: str  # inserted at the cursor
     multiline: bool
     stop_reason: str
-    partial: bool  # cut to whole lines at the deadline
+    partial: bool  # whole lines only: cut at the deadline, or taken from a block still being written
     latency_ms: float
 
 
@@ -71,12 +72,6 @@ def apply_selected(text: str, offset: int, start: int, end: int, selected: str) 
 def mid_word(text: str, offset: int) -> bool:
     """The cursor sits before an identifier character: the user is editing a word, not writing on."""
     return offset < len(text) and (text[offset].isalnum() or text[offset] == "_")
-
-
-def whole_lines(text: str) -> str:
-    """The complete lines of a cut-off multi-line suggestion (nothing if the first is unfinished)."""
-    cut = text.rfind("\n")
-    return text[:cut].rstrip() if cut > 0 and text[:cut].strip() else ""
 
 
 class Suggester:
@@ -217,7 +212,7 @@ class Suggester:
     ) -> Suggestion | None:
         if result is None:
             return None
-        text, partial = result.text, False
+        text, partial = result.text, result.stop_reason == EARLY_LINES
         if result.stop_reason == "cancelled":
             if job.cancel.reason != "deadline":
                 timeline["outcome"] = "superseded"

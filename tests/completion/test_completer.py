@@ -315,3 +315,44 @@ def test_warming_from_the_completion_cache_needs_no_model() -> None:
     assert completer.submit(request("xs.ap"), key="b").future.result(5).stop_reason == "typed_through"
     assert engine.calls == 1
     completer.close()
+
+
+def block(prefix: str) -> CompletionRequest:
+    return CompletionRequest(text=prefix + "\n", offset=len(prefix), multiline=True)
+
+
+def test_a_keystroke_joining_a_block_gets_its_finished_lines_at_once() -> None:
+    engine = StreamingEngine("    a = 1\n    b = 2\n    c = 3")
+    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    completer.wait_ready(5)
+    assert completer.warm_at(block("def f():\n"), "doc")
+    engine.step.release(len("    a = 1\n    b"))
+    _wait(lambda: completer._flights["doc"].produced == "    a = 1\n    b")
+    typed = completer.submit(block("def f():\n    a"), key="doc")
+    answer = typed.future.result(0)  # no token more needed: the first line is done
+    assert answer.text == " = 1" and answer.stop_reason == "adopted_lines"
+    later = completer.submit(block("def f():\n    a = 1\n"), key="doc")  # accepted, asks again
+    assert not later.future.done()  # "    b" is not a whole line yet
+    engine.step.release(len(" = 2\n"))
+    assert later.future.result(5).text == "    b = 2"
+    engine.step.release(100)  # the block goes on for the type-ahead: the rest without the model
+    _wait(lambda: "doc" not in completer._flights)
+    rest = completer.submit(block("def f():\n    a = 1\n    b = 2\n"), key="doc")
+    assert rest.future.result(0).text == "    c = 3"
+    assert rest.future.result().stop_reason == "typed_through"
+    assert engine.calls == 1
+    completer.close()
+
+
+def test_a_one_line_generation_is_never_answered_early() -> None:
+    engine = StreamingEngine("append(x)\n")
+    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    first = completer.submit(request("xs."), key="doc")
+    engine.step.release(3)
+    _wait(lambda: completer._flights["doc"].produced == "app")
+    second = completer.submit(request("xs.a"), key="doc")
+    assert not second.future.done()
+    engine.step.release(100)
+    assert second.future.result(5).stop_reason == "adopted"
+    first.future.result(5)
+    completer.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fimble.completion.postprocess import clean_completion, trim_suffix_overlap
+from fimble.completion.postprocess import clean_completion, trim_suffix_overlap, whole_lines
 from fimble.completion.stops import StopContext
 
 
@@ -26,3 +26,9 @@ def test_trim_suffix_overlap(text: str, line_prefix: str, line_suffix: str, expe
 def test_clean_strips_trailing_whitespace() -> None:
     c = StopContext(line_prefix="x = ", suffix="\n", multiline=False)
     assert clean_completion("1   \n", c) == "1"
+
+
+def test_whole_lines_keeps_only_finished_lines() -> None:
+    assert whole_lines("a = 1\nb = 2\nc = ") == "a = 1\nb = 2"
+    assert whole_lines("unfinished") == ""
+    assert whole_lines("\n    x = 1\n    y") == "\n    x = 1"

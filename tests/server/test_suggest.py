@@ -17,7 +17,7 @@ from fimble.completion.service import CompletionRequest, CompletionResult
 from fimble.completion.worker import Job
 from fimble.errors import Cancelled
 from fimble.server.settings import Settings
-from fimble.server.suggest import Query, Suggester, apply_selected, mid_word, whole_lines
+from fimble.server.suggest import Query, Suggester, apply_selected, mid_word
 from fimble.server.workspace_index import IndexRunner, NullIndex
 
 
@@ -69,12 +69,6 @@ def test_selected_item_is_applied_before_completing() -> None:
     text = "obj.ap\nrest"
     assert apply_selected(text, 6, 4, 6, "append") == ("obj.append\nrest", 10)
     assert mid_word("foo(bar)", 4) and not mid_word("foo()", 4) and not mid_word("x", 1)
-
-
-def test_whole_lines_keeps_only_finished_lines() -> None:
-    assert whole_lines("a = 1\nb = 2\nc = ") == "a = 1\nb = 2"
-    assert whole_lines("unfinished") == ""
-    assert whole_lines("\n    x = 1\n    y") == "\n    x = 1"
 
 
 async def test_empty_until_the_model_is_ready() -> None:
