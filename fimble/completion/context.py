@@ -9,6 +9,8 @@ and it orders chunks from most stable (outlines of imported modules) to least (l
 
 from __future__ import annotations
 
+import builtins
+import keyword
 import logging
 import re
 import threading
@@ -16,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from fimble.completion.fields import SourceLines
 from fimble.completion.outlines import (
     TEST_FILE,
     definition_chunk,
@@ -29,6 +32,8 @@ from fimble.completion.skeletons import DefinitionLike, class_skeleton, guess_re
 __all__ = ["ContextChunk", "ContextGatherer", "IndexReader", "gather_context"]
 
 log = logging.getLogger(__name__)
+
+_BUILTINS = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {"self", "cls"}
 
 
 class _Span(Protocol):
@@ -105,6 +110,44 @@ def _mentions(text: str, names: set[str]) -> int:
     return len(names & set(_WORD.findall(text))) if names else 0
 
 
+def _import_rows(lines: Sequence[str]) -> set[int]:
+    """Rows of ``import``/``from ... import`` statements, a parenthesised name list included."""
+    rows: set[int] = set()
+    open_paren = False
+    for row, line in enumerate(lines):
+        text = line.strip()
+        if open_paren:
+            rows.add(row)
+            open_paren = ")" not in text
+        elif text.startswith(("import ", "from ")) and (" import " in text or text.startswith("import ")):
+            rows.add(row)
+            open_paren = "(" in text and ")" not in text
+    return rows
+
+
+_BOUND_HERE = re.compile(
+    r"(?:\b(?:def|class|for|as|import|global|nonlocal)\s+|[(,]\s*\*{0,2})([A-Za-z_][A-Za-z0-9_]*)\s*(?=[:=,)]|$)|"
+    r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=\n]*)?=(?!=)",
+    re.M,
+)
+_STRINGS = re.compile(r"(\"\"\"|''')[\s\S]*?\1|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|#[^\n]*")
+_USE = re.compile(r"(?<![.\w])([A-Za-z_][A-Za-z0-9_]{2,})\b(?!\s*=[^=])")
+
+
+def _unbound_names(body: str, bound: set[str], limit: int = 12) -> list[str]:
+    """Names the file's code uses that nothing in the file binds (no import, definition, assignment,
+    parameter or loop variable): what an import being written is most likely for. Most frequent
+    first; attributes (``x.name``) and keyword arguments do not count."""
+    body = _STRINGS.sub('""', body)
+    here = {m.group(1) or m.group(2) for m in _BOUND_HERE.finditer(body)}
+    counts: dict[str, int] = {}
+    for m in _USE.finditer(body):
+        name = m.group(1)
+        if name not in bound and name not in here and name not in _BUILTINS:
+            counts[name] = counts.get(name, 0) + 1
+    return sorted(counts, key=lambda n: -counts[n])[:limit]
+
+
 def _in_import_block(imports: Sequence[_Import], line: int) -> bool:
     """The cursor sits among the file's imports (within two lines of one): it is probably writing
     one, so whole module outlines (not only the names already imported) are what helps. An import
@@ -122,6 +165,9 @@ _IMPORTED, _DEFINES, _RECENT, _SIMILAR, _MENTION = 2.0, 1.5, 1.0, 0.0, 3.0
 _MENTION_SIMILAR = 1.5
 # A class whose methods the cursor's own line calls on a receiver (``app.|``): what the line needs.
 _RECEIVER, _ON_CURSOR_LINE = 3.0, 6.0
+# Among the imports, the definition of a name the file uses but does not import yet: precisely what
+# the import being written is for, so it outranks whole-module outlines that mention many names.
+_UNBOUND = 12.0
 
 
 def gather_context(
@@ -151,10 +197,14 @@ def gather_context(
     lo, hi = max(0, line - window_lines), min(len(lines), line + window_lines)
     visible = "\n".join(lines[lo:hi])
     near = _near_names(lines, line)
-    used = set(_WORD.findall(text))
+    import_rows = _import_rows(lines)
+    body = "\n".join(ln for row, ln in enumerate(lines) if row not in import_rows)
+    used = set(_WORD.findall(body))
+    source = SourceLines.of(index)
     scored: list[tuple[float, int, ContextChunk]] = []
     seen_paths_defs: set[tuple[str, str]] = set()
     imports: Sequence[_Import] = ()
+    whole = False
 
     def offer(chunk: ContextChunk, base: float, mention: float = _MENTION) -> None:
         if chunk.path == path or not chunk.text.strip():
@@ -164,6 +214,9 @@ def gather_context(
     try:
         imports = index.imports_of(path)
         whole = _in_import_block(imports, line)
+        # Imported but not used yet: the line being written is about to use it (``HandoffOutputItem``
+        # imported, its one use being typed), so its definition goes first.
+        pending = {n for imp in imports if imp.targets for n in imp.names} - used
         for imp in imports:
             if not imp.targets:
                 continue
@@ -172,8 +225,8 @@ def gather_context(
                 continue
             names = None if whole else set(imp.names)
             defs = index.file_outline(target)
-            own = render_outline(defs, names, brief=whole, wanted=near)
-            more = reexports(index, target, names, used, near)
+            own = render_outline(defs, names, brief=whole, wanted=near, source=source, first=pending)
+            more = reexports(index, target, names, used, near, source=source, first=pending)
             outline = "\n".join(part for part in (own, more) if part)
             if outline:
                 shown = ", ".join(imp.names[:4]) if imp.names else target
@@ -182,6 +235,8 @@ def gather_context(
                 seen_paths_defs.add((target, "*"))
     except Exception:  # index trouble: fewer chunks, never no completion
         log.debug("imports_of(%s) failed", path, exc_info=True)
+    if whole:
+        _offer_unbound(index, path, body, imports, offer, seen_paths_defs, source)
     try:
         reach = reachable(index, path, imports)
     except Exception:
@@ -199,8 +254,8 @@ def gather_context(
             if d.path not in known and TEST_FILE.search(d.path):
                 continue  # another test's ``foo``: same name, nothing to do with this line
             seen_paths_defs.add((d.path, d.qualname))
-            body = definition_chunk(d, classes, members)
-            offer(ContextChunk(d.path, body, f"defines {d.name}, used near the cursor"), _DEFINES)
+            shown = definition_chunk(d, classes, members, source)
+            offer(ContextChunk(d.path, shown, f"defines {d.name}, used near the cursor"), _DEFINES)
     except Exception:
         log.debug("symbols_near(%s, %d) failed", path, line, exc_info=True)
     try:
@@ -214,11 +269,11 @@ def gather_context(
             if owner is None or cls is None or (owner[0], qual) in seen_paths_defs:
                 continue
             seen_paths_defs.add((owner[0], qual))
-            used = {a for r, a in re.findall(r"\b(\w+)\.(\w+)", around) if r == recv}
-            body = class_skeleton(cls, members[owner], used, limit_chars=900)
+            on_recv = {a for r, a in re.findall(r"\b(\w+)\.(\w+)", around) if r == recv}
+            shown = class_skeleton(cls, members[owner], on_recv, limit_chars=900, source=source)
             bonus = _ON_CURSOR_LINE if re.search(rf"\b{re.escape(recv)}\.", cursor_line) else 0.0
             reason = f"{recv} looks like a {qual} (uses {hits} of its methods)"
-            offer(ContextChunk(owner[0], body, reason), _RECEIVER + bonus)
+            offer(ContextChunk(owner[0], shown, reason), _RECEIVER + bonus)
     except Exception:
         log.debug("receiver guess near %s:%d failed", path, line, exc_info=True)
     for chunk in recent:
@@ -239,6 +294,55 @@ def gather_context(
             continue
         chunks.append(chunk)
     return chunks[:max_chunks]
+
+
+def _offer_unbound(
+    index: IndexReader,
+    path: str,
+    body: str,
+    imports: Sequence[_Import],
+    offer: Callable[[ContextChunk, float], None],
+    seen: set[tuple[str, str]],
+    source: SourceLines,
+    max_chunks: int = 4,
+) -> None:
+    """Among the imports: the definitions of names the file uses that no import binds yet, found
+    anywhere in the workspace (one definition only, at top level, not in the current file), each
+    under its file's path, so the model can write ``from .logger import logger``."""
+    lookup = getattr(index, "definitions", None)
+    if lookup is None:
+        return
+    bound = {n for imp in imports for n in imp.names}
+    bound |= {(getattr(imp, "spec", "") or "").split(".")[0] for imp in imports}
+    try:
+        bound |= {d.name for d in index.file_outline(path)}
+    except Exception:
+        log.debug("file_outline(%s) failed", path, exc_info=True)
+    shown = 0
+    for name in _unbound_names(body, bound):
+        try:
+            found = [d for d in lookup(name, limit=4) if d.path != path and not getattr(d, "scope", "")]
+        except Exception:
+            log.debug("definitions(%s) failed", name, exc_info=True)
+            continue
+        if len({d.path for d in found}) != 1 or (found[0].path, found[0].qualname) in seen:
+            continue
+        d = found[0]
+        seen.add((d.path, d.qualname))
+        text = definition_chunk(d, {}, {(d.path, d.qualname): _members(index, d)}, source)
+        offer(ContextChunk(d.path, text, f"defines {name}, used in this file but not imported"), _UNBOUND)
+        shown += 1
+        if shown >= max_chunks:
+            break
+
+
+def _members(index: IndexReader, d: _Definition) -> list:
+    if d.kind != "class":
+        return []
+    try:
+        return [m for m in index.file_outline(d.path) if getattr(m, "scope", "") == d.qualname]
+    except Exception:
+        return []
 
 
 @dataclass

@@ -11,8 +11,10 @@ defines most of the attributes the code near the cursor uses on a name (``app.ro
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
+
+from fimble.completion.fields import class_fields, init_attributes
 
 __all__ = [
     "DefinitionLike",
@@ -22,6 +24,8 @@ __all__ = [
     "method_in_class",
     "one_line",
 ]
+
+Source = Callable[[str], Sequence[str]]  # a workspace file's lines by relative path (``fields.SourceLines``)
 
 _ATTR = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -70,34 +74,100 @@ def _indent(text: str, by: str = "    ") -> str:
     return "\n".join(by + ln for ln in text.splitlines())
 
 
+def _span(d: object) -> tuple[int, int] | None:
+    span = getattr(d, "span", None)
+    if span is None:
+        return None
+    return int(getattr(span, "start_line", 0)), int(getattr(span, "end_line", 0))
+
+
+def _header_end(lines: Sequence[str], start: int, end: int) -> int:
+    """The row where the ``class X(...):`` header that starts at or after ``start`` ends (decorators
+    and a multi-line base list skipped)."""
+    row = start
+    while row <= end and row < len(lines) and not lines[row].lstrip().startswith("class "):
+        row += 1
+    while row <= end and row < len(lines) and not lines[row].split("#")[0].rstrip().endswith(":"):
+        row += 1
+    return row
+
+
+def _data_of(
+    cls: DefinitionLike, members: Sequence[DefinitionLike], source: Source | None
+) -> tuple[list[str], list[str]]:
+    """The class's field lines and its ``__init__``'s ``self.x = ...`` lines, from its source."""
+    span = _span(cls)
+    if source is None or span is None or not cls.path.endswith(".py"):
+        return [], []
+    try:
+        lines = source(cls.path)
+    except Exception:  # no source, no fields: the skeleton still has the methods
+        return [], []
+    if not lines:
+        return [], []
+    start, end = span
+    fields = class_fields(lines, _header_end(lines, start, end), end)
+    init = next((m for m in members if m.name == "__init__"), None)
+    init_span = _span(init) if init is not None else None
+    attrs = init_attributes(lines, init_span[0], init_span[1]) if init_span else []
+    return fields, attrs
+
+
 def class_skeleton(
     cls: DefinitionLike,
     members: Sequence[DefinitionLike],
     wanted: set[str] = frozenset(),  # type: ignore[assignment]
     limit_chars: int = 1400,
+    source: Source | None = None,
 ) -> str:
     """``class X(Base):`` with its doc line and one line per member: the names ``wanted`` (used near
-    the cursor) first, then public ones in source order; private and dunder members other than
-    ``__init__`` are left out; overloads appear once. Cut to ``limit_chars``."""
+    the cursor) first, then the class's data attributes when ``source`` can read its file (fields of
+    a dataclass, ``self.x = ...`` under ``__init__``: what ``Cls(`` and ``obj.`` take), then public
+    methods in source order; private and dunder members other than ``__init__`` are left out;
+    overloads appear once. Cut to ``limit_chars``."""
     head = one_line(cls.signature, 200)
     if cls.doc:
         head += f'\n    """{cls.doc}"""' if cls.path.endswith(".py") else f"  // {cls.doc}"
+    fields, attrs = _data_of(cls, members, source)
     seen: set[str] = set()
-    ordered = [m for m in members if m.name in wanted] + [m for m in members if m.name not in wanted]
+    first = [m for m in members if m.name in wanted]
+    rest = [m for m in members if m.name not in wanted]
     lines: list[str] = []
     used = len(head)
-    for m in ordered:
-        if m.name in seen or (m.name.startswith("_") and m.name != "__init__" and m.name not in wanted):
-            continue
-        seen.add(m.name)
-        sig = one_line(m.signature)
-        if m.path.endswith(".py") and sig.endswith(":"):
-            sig += " ..."
-        line = _indent(sig)
+
+    def add(line: str) -> bool:
+        nonlocal used
         if used + len(line) + 1 > limit_chars:
-            break
+            return False
         used += len(line) + 1
         lines.append(line)
+        return True
+
+    def method(m: DefinitionLike) -> bool:
+        if m.name in seen or (m.name.startswith("_") and m.name != "__init__" and m.name not in wanted):
+            return True
+        seen.add(m.name)
+        sig = one_line(m.signature)
+        with_attrs = m.name == "__init__" and bool(attrs)
+        if m.path.endswith(".py") and sig.endswith(":") and not with_attrs:
+            sig += " ..."
+        if not add(_indent(sig)):
+            return False
+        if with_attrs:
+            for attr in attrs:
+                if not add("        " + attr):
+                    break
+        return True
+
+    for m in first:
+        if not method(m):
+            return "\n".join([head, *lines])
+    for f in fields:
+        if not add("    " + f):
+            break
+    for m in rest:
+        if not method(m):
+            break
     return "\n".join([head, *lines])
 
 

@@ -253,3 +253,39 @@ def test_a_package_reexport_used_in_the_file_shows_its_definition() -> None:
     text = "import pkg\n\n\n\n\n\n\n\n\n\n\nr = pkg.post(u)\n"
     chunk = next(c for c in gather_context(idx, "app.py", text, 11) if c.path == "pkg/__init__.py")
     assert chunk.text.splitlines() == ["def post(url, data=None, **kw):", "from .api import get, put"]
+
+
+def test_a_name_imported_but_not_used_yet_is_shown_first_and_never_crowded_out() -> None:
+    idx = index()
+    idx.imports = [Imp(("pkg/__init__.py",), ("Big", "Used", "Fresh"), line=0, spec="pkg")]
+    idx.outlines["pkg/__init__.py"] = []
+    big = [Def("pkg/items.py", "Big", kind="class", qualname="Big", signature="class Big:")] + [
+        Def("pkg/items.py", f"m{i}", kind="method", qualname=f"Big.m{i}", scope="Big",
+            signature=f"def m{i}(self, a_long_parameter_name: int, another_one: str) -> None:")
+        for i in range(40)
+    ]
+    fresh = Def("pkg/items.py", "Fresh", kind="class", qualname="Fresh", signature="class Fresh(Item):")
+    idx.outlines["pkg/items.py"] = [*big, fresh]
+    idx.other_imports["pkg/__init__.py"] = [Imp(("pkg/items.py",), ("Big", "Fresh", "Used"), spec=".items")]
+    text = "from pkg import Big, Used, Fresh\n\nBig().m1()\nUsed()\nx = 1\nif isinstance(x, "
+    chunk = next(c for c in gather_context(idx, "app.py", text, 5) if c.path == "pkg/__init__.py")
+    assert chunk.text.startswith("class Fresh(Item):")  # only the masked line would use it
+    assert "Used" in chunk.text  # names without a definition shown are still listed
+
+
+def test_among_the_imports_a_name_used_but_not_imported_shows_where_it_is_defined() -> None:
+    idx = index()
+    logger = Def("pkg/log.py", "logger", kind="variable", qualname="logger", signature="logger = get()")
+    local = Def("pkg/mod.py", "total", kind="variable", qualname="total", signature="total = 0")
+
+    class WithDefinitions(FakeIndex):
+        def definitions(self, name: str, limit: int = 50) -> list[Def]:
+            return [d for d in (logger, local) if d.name == name]
+
+    imports = [Imp(("util/dates.py",), ("parse",), line=0, spec="util.dates")]
+    idx2 = WithDefinitions(outlines=idx.outlines, imports=imports)
+    text = 'from util.dates import parse\nfrom \n\ntotal = parse("x")\nlogger.info("total")\n'
+    chunks = gather_context(idx2, "app.py", text, 1)
+    found = [c for c in chunks if "not imported" in c.reason]
+    assert [(c.path, c.text) for c in found] == [("pkg/log.py", "logger = get()")]
+    assert not any("not imported" in c.reason for c in gather_context(idx2, "app.py", text, 4))

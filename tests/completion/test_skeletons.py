@@ -67,3 +67,40 @@ def test_members_are_grouped_by_class_and_receivers_guessed_by_the_methods_calle
     text = "b.put(1)\nb.take()\nd.open()\nself.put(2)\n"
     assert guess_receivers(text, classes) == [("b", "Box", 2)]
     assert guess_receivers(text, classes, min_hits=1)[1] == ("d", "Door", 1)
+
+
+def test_a_skeleton_shows_fields_and_init_attributes_when_its_source_is_readable() -> None:
+    from fimble.indexer.types import Span
+
+    lines = [
+        "@dataclass",
+        "class Box(Base):",
+        '    """Holds things."""',
+        "    size: int = 1",
+        "    label: str = ''",
+        "    def __init__(self, size: int = 1) -> None:",
+        "        self.items = []",
+        "    def put(self, item):",
+        "        pass",
+    ]
+
+    @dataclass(frozen=True)
+    class S(D):
+        span: Span = Span(0, 0, 8, 0)
+
+    box = S("Box", "@dataclass\nclass Box(Base):", kind="class", scope="", doc="Holds things.")
+    init = S("__init__", "def __init__(self, size: int = 1) -> None:", span=Span(5, 4, 6, 0))
+    put = S("put", "def put(self, item):", span=Span(7, 4, 8, 0))
+    text = class_skeleton(box, [init, put], {"put"}, source=lambda path: lines)
+    assert text.splitlines() == [
+        "@dataclass",
+        "class Box(Base):",
+        '    """Holds things."""',
+        "    def put(self, item): ...",
+        "    size: int = 1",
+        "    label: str = ''",
+        "    def __init__(self, size: int = 1) -> None:",
+        "        self.items = []",
+    ]
+    assert "    size: int = 1" not in class_skeleton(box, [init, put], source=lambda path: [])
+    assert "self.items" not in class_skeleton(box, [init, put])
