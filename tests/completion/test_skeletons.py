@@ -86,9 +86,10 @@ def test_a_skeleton_shows_fields_and_init_attributes_when_its_source_is_readable
 
     @dataclass(frozen=True)
     class S(D):
-        span: Span = Span(0, 0, 8, 0)
+        span: Span | None = None
 
-    box = S("Box", "@dataclass\nclass Box(Base):", kind="class", scope="", doc="Holds things.")
+    header = "@dataclass\nclass Box(Base):"
+    box = S("Box", header, kind="class", scope="", doc="Holds things.", span=Span(0, 0, 8, 0))
     init = S("__init__", "def __init__(self, size: int = 1) -> None:", span=Span(5, 4, 6, 0))
     put = S("put", "def put(self, item):", span=Span(7, 4, 8, 0))
     text = class_skeleton(box, [init, put], {"put"}, source=lambda path: lines)
