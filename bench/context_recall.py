@@ -82,6 +82,7 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         if r["first_hit"]:
             kind = r["first_hit"].split(":")[0].split(" (")[0].split(",")[0]
             kind = re.sub(r"^\S+ looks like a .*", "receiver looks like a class", kind)
+            kind = re.sub(r"^\S+ is an? .*", "variable is a returned class", kind)
             kind = re.sub(r"^defines .*", "defines a symbol used near the cursor", kind)
             reasons[kind] = reasons.get(kind, 0) + 1
         for status in r["names"].values():

@@ -27,7 +27,13 @@ from fimble.completion.outlines import (
     reexports,
     render_outline,
 )
-from fimble.completion.skeletons import DefinitionLike, class_skeleton, guess_receivers, members_by_class
+from fimble.completion.skeletons import (
+    DefinitionLike,
+    class_skeleton,
+    guess_receivers,
+    members_by_class,
+    returned_classes,
+)
 
 __all__ = ["ContextChunk", "ContextGatherer", "IndexReader", "gather_context"]
 
@@ -204,7 +210,7 @@ def gather_context(
     scored: list[tuple[float, int, ContextChunk]] = []
     seen_paths_defs: set[tuple[str, str]] = set()
     imports: Sequence[_Import] = ()
-    whole = False
+    unbound: list[str] = []
 
     def offer(chunk: ContextChunk, base: float, mention: float = _MENTION) -> None:
         if chunk.path == path or not chunk.text.strip():
@@ -213,10 +219,13 @@ def gather_context(
 
     try:
         imports = index.imports_of(path)
-        whole = _in_import_block(imports, line)
+        whole = line in import_rows or _in_import_block(imports, line)
         # Imported but not used yet: the line being written is about to use it (``HandoffOutputItem``
-        # imported, its one use being typed), so its definition goes first.
+        # imported, its one use being typed), so its definition goes first. Among the imports, so
+        # do the names the file uses but imports from nowhere: what the import being written is for.
         pending = {n for imp in imports if imp.targets for n in imp.names} - used
+        unbound = _unbound_names(body, _bound_names(index, path, imports), limit=40) if whole else []
+        pending |= set(unbound)
         for imp in imports:
             if not imp.targets:
                 continue
@@ -235,8 +244,8 @@ def gather_context(
                 seen_paths_defs.add((target, "*"))
     except Exception:  # index trouble: fewer chunks, never no completion
         log.debug("imports_of(%s) failed", path, exc_info=True)
-    if whole:
-        _offer_unbound(index, path, body, imports, offer, seen_paths_defs, source)
+    if unbound:
+        _offer_unbound(index, path, unbound, offer, seen_paths_defs, source)
     try:
         reach = reachable(index, path, imports)
     except Exception:
@@ -274,6 +283,22 @@ def gather_context(
             bonus = _ON_CURSOR_LINE if re.search(rf"\b{re.escape(recv)}\.", cursor_line) else 0.0
             reason = f"{recv} looks like a {qual} (uses {hits} of its methods)"
             offer(ContextChunk(owner[0], shown, reason), _RECEIVER + bonus)
+        callables: dict[str, list] = {}
+        for defs in known.values():
+            for d in defs:
+                callables.setdefault(d.name, []).append(d)
+        names = {q for (_, q) in classes}
+        above = "\n".join(lines[max(0, line - 15) : line])
+        for var, qual, callee in returned_classes(above, callables, names)[:2]:
+            owner = next(((p, q) for (p, q) in classes if q == qual), None)
+            if owner is None or owner in seen_paths_defs:
+                continue
+            seen_paths_defs.add(owner)
+            on_recv = {a for r, a in re.findall(r"\b(\w+)\.(\w+)", around) if r == var}
+            shown = class_skeleton(classes[owner], members.get(owner, []), on_recv, 900, source)
+            bonus = _ON_CURSOR_LINE if re.search(rf"\b{re.escape(var)}\.", cursor_line) else 0.0
+            reason = f"{var} is {'an' if qual[0] in 'AEIOU' else 'a'} {qual} (from {callee})"
+            offer(ContextChunk(owner[0], shown, reason), _RECEIVER + bonus)
     except Exception:
         log.debug("receiver guess near %s:%d failed", path, line, exc_info=True)
     for chunk in recent:
@@ -296,11 +321,21 @@ def gather_context(
     return chunks[:max_chunks]
 
 
+def _bound_names(index: IndexReader, path: str, imports: Sequence[_Import]) -> set[str]:
+    """Names the file's imports and top-level definitions bind."""
+    bound = {n for imp in imports for n in imp.names}
+    bound |= {(getattr(imp, "spec", "") or "").split(".")[0] for imp in imports}
+    try:
+        bound |= {d.name for d in index.file_outline(path)}
+    except Exception:
+        log.debug("file_outline(%s) failed", path, exc_info=True)
+    return bound
+
+
 def _offer_unbound(
     index: IndexReader,
     path: str,
-    body: str,
-    imports: Sequence[_Import],
+    unbound: Sequence[str],
     offer: Callable[[ContextChunk, float], None],
     seen: set[tuple[str, str]],
     source: SourceLines,
@@ -312,14 +347,8 @@ def _offer_unbound(
     lookup = getattr(index, "definitions", None)
     if lookup is None:
         return
-    bound = {n for imp in imports for n in imp.names}
-    bound |= {(getattr(imp, "spec", "") or "").split(".")[0] for imp in imports}
-    try:
-        bound |= {d.name for d in index.file_outline(path)}
-    except Exception:
-        log.debug("file_outline(%s) failed", path, exc_info=True)
     shown = 0
-    for name in _unbound_names(body, bound):
+    for name in unbound[:12]:
         try:
             found = [d for d in lookup(name, limit=4) if d.path != path and not getattr(d, "scope", "")]
         except Exception:

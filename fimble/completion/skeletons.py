@@ -23,6 +23,7 @@ __all__ = [
     "members_by_class",
     "method_in_class",
     "one_line",
+    "returned_classes",
 ]
 
 Source = Callable[[str], Sequence[str]]  # a workspace file's lines by relative path (``fields.SourceLines``)
@@ -202,3 +203,38 @@ def guess_receivers(
             out.append((recv, best[1], best[0]))
     out.sort(key=lambda t: -t[2])
     return out
+
+
+_ASSIGNED_CALL = re.compile(
+    r"^[ \t]*([A-Za-z_]\w*)[ \t]*(?::[^=\n]+)?=[ \t]*(?:await[ \t]+)?([A-Za-z_][\w.]*)\(", re.M
+)
+_RETURNS = re.compile(r"->\s*(?:(?:t\.|typing\.)?Optional\[)?[\'\"]?([A-Z]\w*)")
+
+
+def returned_classes(
+    text: str, callables: Mapping[str, Sequence[DefinitionLike]], classes: Iterable[str]
+) -> list[tuple[str, str, str]]:
+    """(variable, class, callee) for ``var = f(...)``, ``var = await Cls.method(...)`` or ``var =
+    Cls(...)`` in ``text`` whose callee (looked up by name in ``callables``; a ``Cls.`` qualifier
+    must match the method's class) is a class of ``classes`` or is annotated to return one
+    (``-> RunResultStreaming``, ``-> X | None``, ``-> Optional[X]``): what ``var.`` will be
+    followed by, without type inference. Nearest (last) assignment of each variable first."""
+    known = set(classes)
+    out: dict[str, tuple[str, str, str]] = {}
+    for var, callee in _ASSIGNED_CALL.findall(text):
+        parts = callee.split(".")
+        owner = parts[-2] if len(parts) > 1 and parts[-2][:1].isupper() else None
+        found: set[str] = set()
+        for d in callables.get(parts[-1], ()):
+            scope = getattr(d, "scope", "")
+            if owner is not None and scope.split(".")[-1] != owner:
+                continue
+            if d.kind == "class":
+                found.add(d.name)
+            elif m := _RETURNS.search(one_line(d.signature, 400).splitlines()[-1]):
+                found.add(m.group(1))
+        found &= known
+        out.pop(var, None)
+        if len(found) == 1:
+            out[var] = (var, found.pop(), callee)
+    return list(reversed(out.values()))

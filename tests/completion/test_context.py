@@ -289,3 +289,27 @@ def test_among_the_imports_a_name_used_but_not_imported_shows_where_it_is_define
     found = [c for c in chunks if "not imported" in c.reason]
     assert [(c.path, c.text) for c in found] == [("pkg/log.py", "logger = get()")]
     assert not any("not imported" in c.reason for c in gather_context(idx2, "app.py", text, 4))
+
+
+def test_inside_a_long_parenthesised_import_the_module_shows_the_names_the_file_still_needs() -> None:
+    idx = index()
+    defs = [Def("util/dates.py", f"name{i}", signature=f"def name{i}(a, b, c, d, e, f):") for i in range(80)]
+    idx.outlines["util/dates.py"] = defs
+    idx.imports = [Imp(("util/dates.py",), ("name1", "name2"), line=0, spec="util.dates")]
+    text = "from util.dates import (\n    name1,\n    name2,\n    \n)\n\nname1(name2(name77()))\n"
+    chunk = next(c for c in gather_context(idx, "app.py", text, 3) if c.path == "util/dates.py")
+    assert "among the imports" in chunk.reason
+    assert chunk.text.startswith("def name77(")
+
+
+def test_a_variable_assigned_from_a_call_shows_the_class_it_returns() -> None:
+    idx = index()
+    cls = Def("util/dates.py", "Calendar", kind="class", qualname="Calendar", signature="class Calendar:")
+    add = Def("util/dates.py", "add", kind="method", qualname="Calendar.add", signature="def add(self):",
+              scope="Calendar")
+    make = Def("util/dates.py", "make", qualname="make", signature="def make() -> Calendar:")
+    idx.outlines["util/dates.py"].extend([cls, add, make])
+    idx.near = Near(())
+    chunks = gather_context(idx, "app.py", "from util.dates import make\ncal = make()\n\n\ncal.", 4)
+    chunk = next(c for c in chunks if c.reason == "cal is a Calendar (from make)")
+    assert chunk.text == "class Calendar:\n    def add(self): ..."

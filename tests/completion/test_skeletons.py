@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fimble.completion.skeletons import class_skeleton, guess_receivers, members_by_class, one_line
+from fimble.completion.skeletons import (
+    class_skeleton,
+    guess_receivers,
+    members_by_class,
+    one_line,
+    returned_classes,
+)
 
 
 @dataclass(frozen=True)
@@ -105,3 +111,20 @@ def test_a_skeleton_shows_fields_and_init_attributes_when_its_source_is_readable
     ]
     assert "    size: int = 1" not in class_skeleton(box, [init, put], source=lambda path: [])
     assert "self.items" not in class_skeleton(box, [init, put])
+
+
+def test_a_variable_assigned_from_a_call_gets_the_class_the_callee_returns() -> None:
+    sig = "@classmethod\ndef run_streamed(\n    cls, agent\n) -> RunResult:"
+    run = D("run_streamed", sig, scope="Runner")
+    get = D("get", "def get() -> Optional[Box]:", kind="function", scope="")
+    other = D("make", "def make() -> list[Box]:", kind="function", scope="")
+    callables = {"run_streamed": [run], "Box": [BOX], "get": [get], "make": [other]}
+    text = (
+        "result = Runner.run_streamed(agent)\nb = Box()\nc: Box | None = get()\n"
+        "d = Other.run_streamed()\ne = make()\n"
+    )
+    assert returned_classes(text, callables, {"RunResult", "Box"}) == [
+        ("c", "Box", "get"),
+        ("b", "Box", "Box"),
+        ("result", "RunResult", "Runner.run_streamed"),
+    ]
