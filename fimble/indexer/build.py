@@ -23,6 +23,7 @@ from pathlib import Path
 from fimble.indexer.config import IndexConfig
 from fimble.indexer.gate import Gate
 from fimble.indexer.ignore import IgnoreRules
+from fimble.indexer.languages import detect_language
 from fimble.indexer.records import FileRecord, loads
 from fimble.indexer.store import Store
 from fimble.indexer.types import PassReport, Progress
@@ -204,18 +205,32 @@ def _analyze_here(
 
 
 def _groups(tasks: list[Task], entries: list[FileEntry]) -> list[tuple[list[Task], int]]:
-    groups: list[tuple[list[Task], int]] = []
-    current: list[Task] = []
-    size = 0
+    """Tasks (biggest files first) in groups of a few files, each of one language, ordered by their
+    biggest file.
+
+    A worker compiles a language's query when it first meets one of its files, which costs up to a
+    tenth of a second (C++): a language with a handful of files in the workspace then costs one
+    compilation, in one worker, instead of one per worker. The language is guessed from the name
+    alone; a wrong guess costs time, never correctness."""
+    by_language: dict[str, list[tuple[Task, int]]] = {}
     for task, entry in zip(tasks, entries, strict=True):
-        current.append(task)
-        size += entry.size
-        if len(current) >= _GROUP_FILES or size >= _GROUP_BYTES:
-            groups.append((current, size))
-            current, size = [], 0
-    if current:
-        groups.append((current, size))
-    return groups
+        by_language.setdefault(detect_language(task.rel), []).append((task, entry.size))
+    groups: list[tuple[int, list[Task], int]] = []
+    for members in by_language.values():
+        current: list[Task] = []
+        size = biggest = 0
+        for task, nbytes in members:
+            if not current:
+                biggest = nbytes
+            current.append(task)
+            size += nbytes
+            if len(current) >= _GROUP_FILES or size >= _GROUP_BYTES:
+                groups.append((biggest, current, size))
+                current, size = [], 0
+        if current:
+            groups.append((biggest, current, size))
+    groups.sort(key=lambda group: -group[0])  # (stable: a language's groups keep their order)
+    return [(group, size) for _, group, size in groups]
 
 
 def _analyze_pooled(

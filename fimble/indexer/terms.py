@@ -23,7 +23,6 @@ from fimble.indexer.lexical import (
     Block,
     Lexical,
     stopwords,
-    term_hash,
 )
 
 __all__ = ["analyze", "warm"]
@@ -31,7 +30,11 @@ __all__ = ["analyze", "warm"]
 
 @functools.cache
 def _stop_ids() -> np.ndarray:
-    return np.unique(np.fromiter(map(term_hash, stopwords()), np.uint64))
+    """The ids of the stop words, hashed together (every pool process does this once)."""
+    words = sorted(stopwords())
+    lengths = np.fromiter(map(len, words), np.int64, len(words))
+    ends = np.cumsum(lengths)
+    return np.unique(_hash(b"".join(words), ends - lengths, ends))
 
 
 def warm() -> None:

@@ -177,3 +177,24 @@ def test_reads_during_a_pass_see_consistent_snapshots(tmp_path: Path) -> None:
         assert not errors, errors[0]
         assert report.parsed == 120
         assert {d.name[0] for d in ix.file_outline("m/mod_0.py")} == {"g"}
+
+
+def test_pool_groups_keep_a_language_together_biggest_first() -> None:
+    """A language with few files lands in one group (one worker compiles its query), and groups
+    still start with the biggest files."""
+    from fimble.indexer.build import _groups
+    from fimble.indexer.walker import FileEntry
+    from fimble.indexer.worker import Task
+
+    sizes = {"big.py": 900_000, "a.cpp": 50_000, "b.py": 40_000, "c.py": 30_000, "b.cpp": 20_000, "n.md": 10}
+    names = sorted(sizes, key=lambda rel: -sizes[rel])
+    tasks = [Task(rel, rel, None) for rel in names]
+    entries = [FileEntry(rel, rel, sizes[rel], 0) for rel in names]
+    groups = _groups(tasks, entries)
+    assert [[t.rel for t in group] for group, _ in groups] == [
+        ["big.py"],  # a group is cut at 768 KiB
+        ["a.cpp", "b.cpp"],
+        ["b.py", "c.py"],
+        ["n.md"],
+    ]
+    assert [size for _, size in groups] == [900_000, 70_000, 70_000, 10]

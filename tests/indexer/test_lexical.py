@@ -91,3 +91,9 @@ def test_query_terms() -> None:
         b"User",
     ]
     assert query_terms("") == []
+
+
+def test_stop_word_ids_are_their_term_hashes() -> None:
+    from fimble.indexer.terms import _stop_ids
+
+    assert sorted(_stop_ids().tolist()) == sorted({term_hash(w) for w in stopwords()})
