@@ -42,7 +42,8 @@ _C2 = 0x94D049BB133111EB
 
 
 class Block(NamedTuple):
-    """Lines [start_line, end_line) at bytes [start_byte, end_byte)."""
+    """Lines [start_line, end_line) at bytes [start_byte, end_byte): the layout of the plain tuples in
+    ``Lexical.blocks`` and in the store."""
 
     start_line: int
     end_line: int
@@ -54,10 +55,11 @@ class Block(NamedTuple):
 class Lexical:
     """Postings as parallel arrays, one entry per (term, block), sorted by (term id, block):
     ``hashes`` (uint64 term ids), ``entry_blocks`` and ``tfs`` (uint16), plus ``block_lengths``
-    (terms per block, uint16)."""
+    (terms per block, uint16). ``blocks`` are plain tuples laid out as ``Block`` (a file has thousands:
+    named tuples would cost more to build than everything else about them)."""
 
     n_lines: int
-    blocks: tuple[Block, ...]
+    blocks: list[tuple[int, int, int, int]]
     hashes: bytes
     entry_blocks: bytes
     tfs: bytes

@@ -48,11 +48,10 @@ _TOKENS = re.compile(
     re.DOTALL,
 )
 _ASYNC_DEF = re.compile(rb"async[ \t]+def[ \t\\]")
-_WS = np.zeros(256, dtype=bool)
-_WS[[ord(" "), ord("\t"), ord("\r"), ord("\f")]] = True
-_BRACKET = np.zeros(256, dtype=np.int8)
-_BRACKET[[ord("("), ord("["), ord("{")]] = 1
-_BRACKET[[ord(")"), ord("]"), ord("}")]] = -1
+# Tables for bytes.translate, which classifies a file's bytes several times faster than numpy's
+# fancy indexing: whitespace -> 1 (read as bool), opening bracket -> 1 and closing -> -1 (as int8).
+_WS_BYTES = bytes(c in b" \t\r\f" for c in range(256))
+_BRACKET_BYTES = bytes(1 if c in b"([{" else 255 if c in b")]}" else 0 for c in range(256))
 _MASK_TABLE = bytes(1 if c != 10 else 10 for c in range(256))
 _QUOTE = np.zeros(256, dtype=bool)
 _QUOTE[[ord('"'), ord("'")]] = True
@@ -61,6 +60,7 @@ _PREFIX[list(b"rRbBuUfF")] = True
 _AFTER_KEYWORD = np.zeros(256, dtype=bool)  # what may follow `def` / `import` / `from`
 _AFTER_KEYWORD[list(b" \t\\(")] = True
 _PAD = b"\n" + bytes(8)  # room to look a few bytes past the end
+_BYTE, _U8, _U16 = np.uint64(0xFF), np.uint64(8), np.uint64(16)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,17 +111,19 @@ def _scan(data: bytes) -> _Lines | None:
     token_ends = token_ends[1::2]
     # Strings and comments masked (newlines kept): brackets and backslashes left are code.
     parts[1::2] = map(bytes.translate, parts[1::2], repeat(_MASK_TABLE))
-    arr = np.frombuffer(b"".join(parts) + b"\n", dtype=np.uint8)  # a final newline as sentinel
+    masked = b"".join(parts) + b"\n"  # a final newline as sentinel
+    arr = np.frombuffer(masked, dtype=np.uint8)
     raw = np.frombuffer(data + _PAD, dtype=np.uint8)
     ends = np.flatnonzero(arr == 10)
     starts = np.concatenate(([0], ends[:-1] + 1))
     # Bracket depth at each line start; below zero or unclosed at the end means a misread.
-    per_line = np.add.reduceat(_BRACKET[arr], starts, dtype=np.int32)
+    brackets = np.frombuffer(masked.translate(_BRACKET_BYTES), np.int8)
+    per_line = np.add.reduceat(brackets, starts, dtype=np.int32)
     depth = np.cumsum(per_line)
     if depth[-1] != 0 or depth.min() < 0:
         return None
     # First byte of each line after its indentation (its newline if it is empty).
-    is_ws = _WS[arr]
+    is_ws = np.frombuffer(masked.translate(_WS_BYTES), bool)
     run_ends = np.flatnonzero(is_ws[:-1] & ~is_ws[1:]) + 1
     if len(run_ends):
         after = run_ends[np.minimum(np.searchsorted(run_ends, starts, side="right"), len(run_ends) - 1)]
@@ -153,19 +155,26 @@ def _scan(data: bytes) -> _Lines | None:
     return _Lines(raw, starts, ends, first, blank, logical, indent, comment_ends)
 
 
-def _keyword_at(raw: np.ndarray, pos: np.ndarray, word: bytes) -> np.ndarray:
-    """Which positions hold ``word`` followed by a space, tab, backslash or parenthesis."""
-    hit = _AFTER_KEYWORD[raw[pos + len(word)]]
-    for i, byte in enumerate(word):
-        hit &= raw[pos + i] == byte
+def _heads8(raw: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """The 8 bytes from each position as one little-endian integer (``raw`` ends with ``_PAD``):
+    one gather instead of one per byte for every keyword test."""
+    view = np.ndarray((len(raw) - 7,), dtype="<u8", buffer=raw, strides=(1,))
+    return view[pos]
+
+
+def _keyword_at(heads8: np.ndarray, word: bytes) -> np.ndarray:
+    """Which heads (``_heads8``) start with ``word`` followed by a space, tab, backslash or
+    parenthesis."""
+    n = len(word)
+    hit = (heads8 & np.uint64((1 << 8 * n) - 1)) == np.uint64(int.from_bytes(word, "little"))
+    hit &= _AFTER_KEYWORD[(heads8 >> np.uint64(8 * n)) & np.uint64(0xFF)]
     return hit
 
 
-def _heads(data: bytes, lines: _Lines, l_first: np.ndarray) -> np.ndarray:
+def _heads(data: bytes, l_first: np.ndarray, l8: np.ndarray) -> np.ndarray:
     """Indices (into the logical lines) of the ``def`` and ``async def`` lines."""
-    raw = lines.raw
-    is_def = _keyword_at(raw, l_first, b"def")
-    for k in np.flatnonzero(_keyword_at(raw, l_first, b"async")).tolist():
+    is_def = _keyword_at(l8, b"def")
+    for k in np.flatnonzero(_keyword_at(l8, b"async")).tolist():
         if _ASYNC_DEF.match(data, int(l_first[k])):
             is_def[k] = True
     return np.flatnonzero(is_def)
@@ -175,7 +184,8 @@ def _cut(data: bytes, lines: _Lines) -> Skeleton | None:
     logical, indent, raw = lines.logical, lines.indent, lines.raw
     n_logical = len(logical)
     l_first = lines.first[logical]
-    k = _heads(data, lines, l_first)
+    l8 = _heads8(raw, l_first)
+    k = _heads(data, l_first, l8)
     k = k[k + 2 < n_logical]
     k = k[indent[k + 1] > indent[k]]  # an indented body follows (not a one-line `def f(): ...`)
     if not len(k):
@@ -200,12 +210,13 @@ def _cut(data: bytes, lines: _Lines) -> Skeleton | None:
     last = solid[np.searchsorted(solid, np.concatenate((logical, [len(lines.starts)]))[stop]) - 1]
     cut_end = lines.ends[last]
     stmt = l_first[k + 1]  # the body's first statement
-    b0, b1, b2 = raw[stmt], raw[stmt + 1], raw[stmt + 2]
+    stmt8 = l8[k + 1]
+    b0, b1, b2 = stmt8 & _BYTE, (stmt8 >> _U8) & _BYTE, (stmt8 >> _U16) & _BYTE
     kept_first = (
         _QUOTE[b0]
         | (_PREFIX[b0] & (_QUOTE[b1] | (_PREFIX[b1] & _QUOTE[b2])))
-        | _keyword_at(raw, stmt, b"import")
-        | _keyword_at(raw, stmt, b"from")
+        | _keyword_at(stmt8, b"import")
+        | _keyword_at(stmt8, b"from")
     )
     # The cut starts after the kept statement, or at the line after the one given its "0".
     cut_start = np.where(kept_first, lines.starts[logical[k + 2]], lines.starts[logical[k + 1] + 1])
@@ -240,7 +251,7 @@ def _cut(data: bytes, lines: _Lines) -> Skeleton | None:
             l_first[k].tolist(), cut_end.tolist(), last.tolist(), end_cols, last_start, strict=True
         )
     }
-    kept = _keep_imports(data, out, lines, l_first, k, cut_start, cut_end)
+    kept = _keep_imports(data, out, lines, l_first, l8, k, cut_start, cut_end)
     if kept is None:
         return None
     return Skeleton(bytes(out), _gaps(cut_start.tolist(), cut_end.tolist(), kept, lines), ends)
@@ -251,14 +262,15 @@ def _keep_imports(
     out: bytearray,
     lines: _Lines,
     l_first: np.ndarray,
+    l8: np.ndarray,
     heads: np.ndarray,
     cut_start: np.ndarray,
     cut_end: np.ndarray,
 ) -> list[tuple[int, int]] | None:
     """Put back the import statements of the cut bodies, moved onto their body's indentation; their
     spans, or None if one cannot be moved (an indentation narrower than the body's)."""
-    raw, logical = lines.raw, lines.logical
-    is_import = np.flatnonzero(_keyword_at(raw, l_first, b"import") | _keyword_at(raw, l_first, b"from"))
+    logical = lines.logical
+    is_import = np.flatnonzero(_keyword_at(l8, b"import") | _keyword_at(l8, b"from"))
     pos = l_first[is_import]
     body = np.searchsorted(cut_start, pos, side="right") - 1
     inside = (body >= 0) & (pos < cut_end[np.maximum(body, 0)])

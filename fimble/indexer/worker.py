@@ -210,7 +210,7 @@ def analyze_bytes(
         n_lines=lex.n_lines,
         definitions=definitions,
         imports=imports,
-        blocks=list(map(tuple, lex.blocks)),
+        blocks=lex.blocks,
         hashes=lex.hashes,
         entry_blocks=lex.entry_blocks,
         tfs=lex.tfs,

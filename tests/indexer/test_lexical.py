@@ -22,15 +22,16 @@ def test_blocks_by_lines() -> None:
     data = b"".join(b"line%d = %d\n" % (i, i) for i in range(30))
     lex = analyze(data, stride=12)
     assert lex.n_lines == 30
-    assert [(b.start_line, b.end_line) for b in lex.blocks] == [(0, 12), (12, 24), (24, 30)]
-    assert lex.blocks[1].start_byte == data.index(b"line12") and lex.blocks[-1].end_byte == len(data)
+    blocks = [Block._make(b) for b in lex.blocks]
+    assert [(b.start_line, b.end_line) for b in blocks] == [(0, 12), (12, 24), (24, 30)]
+    assert blocks[1].start_byte == data.index(b"line12") and blocks[-1].end_byte == len(data)
 
 
 def test_blocks_capped_in_bytes() -> None:
     data = b"x" * 5000 + b"\nshort\nlines\nhere\n"
     lex = analyze(data, stride=12, block_bytes=100)
     assert lex.blocks[0] == Block(0, 1, 0, 5001)  # one oversized line stays whole
-    assert all(b.end_byte - b.start_byte <= 100 for b in lex.blocks[1:])
+    assert all(end - start <= 100 for _, _, start, end in lex.blocks[1:])
 
 
 def test_postings_tf_and_lengths() -> None:
@@ -69,7 +70,7 @@ def test_numpy_ids_match_term_hash() -> None:
 
 
 def test_invalid_utf8_and_empty() -> None:
-    assert analyze(b"").blocks == (Block(0, 1, 0, 0),)
+    assert analyze(b"").blocks == [Block(0, 1, 0, 0)]
     lex = analyze(b"caf\xe9 \xff\xfe token\n")
     assert term_hash(b"token") in _postings(lex)
 
