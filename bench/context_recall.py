@@ -69,6 +69,7 @@ def _measure(engine: Any, p: Prepared, context_tokens: int, prefix_tokens: int) 
         "names": names,
         "first_hit": first,
         "context_tokens": sum(len(part.tokens) for part in prompt.parts if part.kind == "context"),
+        "context_ms": p.context_ms,
         "packed": [r for r, _ in packed],
         "cut": [r for r, _ in cut],
     }
@@ -93,6 +94,7 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "recall": round(sum(bool({"defined", "mentioned"} & set(r["names"].values())) for r in rows) / n, 3),
         "definition_recall": round(sum("defined" in r["names"].values() for r in rows) / n, 3),
         "context_tokens_mean": round(sum(r["context_tokens"] for r in rows) / n, 1),
+        "gather_ms_p50": sorted(r["context_ms"] for r in rows)[len(rows) // 2] if rows else 0.0,
         "first_hit_reason": reasons,
         "missing_names": missing,
     }

@@ -132,10 +132,13 @@ def _import_rows(lines: Sequence[str]) -> set[int]:
 
 
 _BOUND_HERE = re.compile(
-    r"(?:\b(?:def|class|for|as|import|global|nonlocal)\s+|[(,]\s*\*{0,2})([A-Za-z_][A-Za-z0-9_]*)\s*(?=[:=,)]|$)|"
-    r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=\n]*)?=(?!=)",
+    r"\b(?:def|class)\s+([A-Za-z_]\w*)|\b(?:for|as|import|global|nonlocal)\s+([A-Za-z_]\w*)|"
+    r"^\s*([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)",
     re.M,
 )
+# Parameter lists of ``def f(...)`` (nested brackets one level deep) and ``lambda a, b:``.
+_PARAMS = re.compile(r"\bdef\s+\w+\s*\(((?:[^()]|\([^()]*\))*)\)|\blambda\b([^:]*):")
+_PARAM = re.compile(r"(?:^|,)\s*\*{0,2}([A-Za-z_]\w*)")
 _STRINGS = re.compile(r"(\"\"\"|''')[\s\S]*?\1|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|#[^\n]*")
 _USE = re.compile(r"(?<![.\w])([A-Za-z_][A-Za-z0-9_]{2,})\b(?!\s*=[^=])")
 
@@ -145,7 +148,9 @@ def _unbound_names(body: str, bound: set[str], limit: int = 12) -> list[str]:
     parameter or loop variable): what an import being written is most likely for. Most frequent
     first; attributes (``x.name``) and keyword arguments do not count."""
     body = _STRINGS.sub('""', body)
-    here = {m.group(1) or m.group(2) for m in _BOUND_HERE.finditer(body)}
+    here = {next(g for g in m.groups() if g) for m in _BOUND_HERE.finditer(body)}
+    for m in _PARAMS.finditer(body):
+        here.update(_PARAM.findall(re.sub(r"\[[^\]]*\]", "", m.group(1) or m.group(2) or "")))
     counts: dict[str, int] = {}
     for m in _USE.finditer(body):
         name = m.group(1)
