@@ -9,8 +9,6 @@ and it orders chunks from most stable (outlines of imported modules) to least (l
 
 from __future__ import annotations
 
-import builtins
-import keyword
 import logging
 import re
 import threading
@@ -34,12 +32,11 @@ from fimble.completion.skeletons import (
     members_by_class,
     returned_classes,
 )
+from fimble.completion.unbound import bound_names, import_rows, unbound_definitions, unbound_names
 
 __all__ = ["ContextChunk", "ContextGatherer", "IndexReader", "gather_context"]
 
 log = logging.getLogger(__name__)
-
-_BUILTINS = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {"self", "cls"}
 
 
 class _Span(Protocol):
@@ -116,49 +113,6 @@ def _mentions(text: str, names: set[str]) -> int:
     return len(names & set(_WORD.findall(text))) if names else 0
 
 
-def _import_rows(lines: Sequence[str]) -> set[int]:
-    """Rows of ``import``/``from ... import`` statements, a parenthesised name list included."""
-    rows: set[int] = set()
-    open_paren = False
-    for row, line in enumerate(lines):
-        text = line.strip()
-        if open_paren:
-            rows.add(row)
-            open_paren = ")" not in text
-        elif text.startswith(("import ", "from ")) and (" import " in text or text.startswith("import ")):
-            rows.add(row)
-            open_paren = "(" in text and ")" not in text
-    return rows
-
-
-_BOUND_HERE = re.compile(
-    r"\b(?:def|class)\s+([A-Za-z_]\w*)|\b(?:for|as|import|global|nonlocal)\s+([A-Za-z_]\w*)|"
-    r"^\s*([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)",
-    re.M,
-)
-# Parameter lists of ``def f(...)`` (nested brackets one level deep) and ``lambda a, b:``.
-_PARAMS = re.compile(r"\bdef\s+\w+\s*\(((?:[^()]|\([^()]*\))*)\)|\blambda\b([^:]*):")
-_PARAM = re.compile(r"(?:^|,)\s*\*{0,2}([A-Za-z_]\w*)")
-_STRINGS = re.compile(r"(\"\"\"|''')[\s\S]*?\1|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|#[^\n]*")
-_USE = re.compile(r"(?<![.\w])([A-Za-z_][A-Za-z0-9_]{2,})\b(?!\s*=[^=])")
-
-
-def _unbound_names(body: str, bound: set[str], limit: int = 12) -> list[str]:
-    """Names the file's code uses that nothing in the file binds (no import, definition, assignment,
-    parameter or loop variable): what an import being written is most likely for. Most frequent
-    first; attributes (``x.name``) and keyword arguments do not count."""
-    body = _STRINGS.sub('""', body)
-    here = {next(g for g in m.groups() if g) for m in _BOUND_HERE.finditer(body)}
-    for m in _PARAMS.finditer(body):
-        here.update(_PARAM.findall(re.sub(r"\[[^\]]*\]", "", m.group(1) or m.group(2) or "")))
-    counts: dict[str, int] = {}
-    for m in _USE.finditer(body):
-        name = m.group(1)
-        if name not in bound and name not in here and name not in _BUILTINS:
-            counts[name] = counts.get(name, 0) + 1
-    return sorted(counts, key=lambda n: -counts[n])[:limit]
-
-
 def _in_import_block(imports: Sequence[_Import], line: int) -> bool:
     """The cursor sits among the file's imports (within two lines of one): it is probably writing
     one, so whole module outlines (not only the names already imported) are what helps. An import
@@ -208,8 +162,8 @@ def gather_context(
     lo, hi = max(0, line - window_lines), min(len(lines), line + window_lines)
     visible = "\n".join(lines[lo:hi])
     near = _near_names(lines, line)
-    import_rows = _import_rows(lines)
-    body = "\n".join(ln for row, ln in enumerate(lines) if row not in import_rows)
+    in_imports = import_rows(lines)
+    body = "\n".join(ln for row, ln in enumerate(lines) if row not in in_imports)
     used = set(_WORD.findall(body))
     source = SourceLines.of(index)
     scored: list[tuple[float, int, ContextChunk]] = []
@@ -224,12 +178,12 @@ def gather_context(
 
     try:
         imports = index.imports_of(path)
-        whole = line in import_rows or _in_import_block(imports, line)
+        whole = line in in_imports or _in_import_block(imports, line)
         # Imported but not used yet: the line being written is about to use it (``HandoffOutputItem``
         # imported, its one use being typed), so its definition goes first. Among the imports, so
         # do the names the file uses but imports from nowhere: what the import being written is for.
         pending = {n for imp in imports if imp.targets for n in imp.names} - used
-        unbound = _unbound_names(body, _bound_names(index, path, imports), limit=40) if whole else []
+        unbound = unbound_names(body, bound_names(index, path, imports), limit=40) if whole else []
         pending |= set(unbound)
         for imp in imports:
             if not imp.targets:
@@ -249,8 +203,8 @@ def gather_context(
                 seen_paths_defs.add((target, "*"))
     except Exception:  # index trouble: fewer chunks, never no completion
         log.debug("imports_of(%s) failed", path, exc_info=True)
-    if unbound:
-        _offer_unbound(index, path, unbound, offer, seen_paths_defs, source)
+    for d, name, text_of in unbound_definitions(index, path, unbound, seen_paths_defs, source):
+        offer(ContextChunk(d.path, text_of, f"defines {name}, used in this file but not imported"), _UNBOUND)
     try:
         reach = reachable(index, path, imports)
     except Exception:
@@ -324,59 +278,6 @@ def gather_context(
             continue
         chunks.append(chunk)
     return chunks[:max_chunks]
-
-
-def _bound_names(index: IndexReader, path: str, imports: Sequence[_Import]) -> set[str]:
-    """Names the file's imports and top-level definitions bind."""
-    bound = {n for imp in imports for n in imp.names}
-    bound |= {(getattr(imp, "spec", "") or "").split(".")[0] for imp in imports}
-    try:
-        bound |= {d.name for d in index.file_outline(path)}
-    except Exception:
-        log.debug("file_outline(%s) failed", path, exc_info=True)
-    return bound
-
-
-def _offer_unbound(
-    index: IndexReader,
-    path: str,
-    unbound: Sequence[str],
-    offer: Callable[[ContextChunk, float], None],
-    seen: set[tuple[str, str]],
-    source: SourceLines,
-    max_chunks: int = 4,
-) -> None:
-    """Among the imports: the definitions of names the file uses that no import binds yet, found
-    anywhere in the workspace (one definition only, at top level, not in the current file), each
-    under its file's path, so the model can write ``from .logger import logger``."""
-    lookup = getattr(index, "definitions", None)
-    if lookup is None:
-        return
-    shown = 0
-    for name in unbound[:12]:
-        try:
-            found = [d for d in lookup(name, limit=4) if d.path != path and not getattr(d, "scope", "")]
-        except Exception:
-            log.debug("definitions(%s) failed", name, exc_info=True)
-            continue
-        if len({d.path for d in found}) != 1 or (found[0].path, found[0].qualname) in seen:
-            continue
-        d = found[0]
-        seen.add((d.path, d.qualname))
-        text = definition_chunk(d, {}, {(d.path, d.qualname): _members(index, d)}, source)
-        offer(ContextChunk(d.path, text, f"defines {name}, used in this file but not imported"), _UNBOUND)
-        shown += 1
-        if shown >= max_chunks:
-            break
-
-
-def _members(index: IndexReader, d: _Definition) -> list:
-    if d.kind != "class":
-        return []
-    try:
-        return [m for m in index.file_outline(d.path) if getattr(m, "scope", "") == d.qualname]
-    except Exception:
-        return []
 
 
 @dataclass

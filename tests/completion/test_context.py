@@ -314,14 +314,3 @@ def test_a_variable_assigned_from_a_call_shows_the_class_it_returns() -> None:
     chunk = next(c for c in chunks if c.reason == "cal is a Calendar (from make)")
     assert chunk.text == "class Calendar:\n    def add(self): ..."
 
-
-def test_unbound_names_skip_parameters_locals_and_strings_but_not_call_arguments() -> None:
-    from fimble.completion.context import _unbound_names
-
-    body = (
-        "def f(self, a: dict[str, int] = {},\n      *args, b=Foo(1), **kw) -> Result:\n"
-        "    pytest.raises(MissingError, match='Quoted')  # Commented\n"
-        "    g = lambda q, r: q + r + zed\n    for item in g:\n        total = item\n"
-        "    return a + b + args + kw + total + Bar\n"
-    )
-    assert _unbound_names(body, {"pytest"}) == ["Foo", "Result", "MissingError", "zed", "Bar"]

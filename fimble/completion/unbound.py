@@ -1,0 +1,122 @@
+"""Names a file uses but does not bind, and where the workspace defines them.
+
+When the cursor is among a file's imports, the import being written is most likely for a name the
+code below already uses but nothing binds yet (``logger.warning(...)`` with no ``logger`` import;
+the eval masks exactly such a line). These helpers find those names — textually, skipping strings,
+comments, attributes, keyword arguments, parameters, assignments and loop variables — and look
+each up in the index, so the context can show its definition under its own file's path (the model
+then writes ``from .logger import logger``). Index failures mean fewer chunks, never an error.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from fimble.completion.outlines import definition_chunk
+from fimble.completion.skeletons import Source
+
+__all__ = ["bound_names", "import_rows", "unbound_definitions", "unbound_names"]
+
+log = logging.getLogger(__name__)
+
+_BUILTINS = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {"self", "cls"}
+
+
+def import_rows(lines: Sequence[str]) -> set[int]:
+    """Rows of ``import``/``from ... import`` statements, a parenthesised name list included."""
+    rows: set[int] = set()
+    open_paren = False
+    for row, line in enumerate(lines):
+        text = line.strip()
+        if open_paren:
+            rows.add(row)
+            open_paren = ")" not in text
+        elif text.startswith(("import ", "from ")) and (" import " in text or text.startswith("import ")):
+            rows.add(row)
+            open_paren = "(" in text and ")" not in text
+    return rows
+
+
+_BOUND_HERE = re.compile(
+    r"\b(?:def|class)\s+([A-Za-z_]\w*)|\b(?:for|as|import|global|nonlocal)\s+([A-Za-z_]\w*)|"
+    r"^\s*([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)",
+    re.M,
+)
+# Parameter lists of ``def f(...)`` (nested brackets one level deep) and ``lambda a, b:``.
+_PARAMS = re.compile(r"\bdef\s+\w+\s*\(((?:[^()]|\([^()]*\))*)\)|\blambda\b([^:]*):")
+_PARAM = re.compile(r"(?:^|,)\s*\*{0,2}([A-Za-z_]\w*)")
+_STRINGS = re.compile(r"(\"\"\"|''')[\s\S]*?\1|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|#[^\n]*")
+_USE = re.compile(r"(?<![.\w])([A-Za-z_][A-Za-z0-9_]{2,})\b(?!\s*=[^=])")
+
+
+def unbound_names(body: str, bound: set[str], limit: int = 12) -> list[str]:
+    """Names the file's code uses that nothing in the file binds (no import, definition, assignment,
+    parameter or loop variable): what an import being written is most likely for. Most frequent
+    first; attributes (``x.name``) and keyword arguments do not count."""
+    body = _STRINGS.sub('""', body)
+    here = {next(g for g in m.groups() if g) for m in _BOUND_HERE.finditer(body)}
+    for m in _PARAMS.finditer(body):
+        here.update(_PARAM.findall(re.sub(r"\[[^\]]*\]", "", m.group(1) or m.group(2) or "")))
+    counts: dict[str, int] = {}
+    for m in _USE.finditer(body):
+        name = m.group(1)
+        if name not in bound and name not in here and name not in _BUILTINS:
+            counts[name] = counts.get(name, 0) + 1
+    return sorted(counts, key=lambda n: -counts[n])[:limit]
+
+
+def bound_names(index: Any, path: str, imports: Sequence[Any]) -> set[str]:
+    """Names the file's imports and top-level definitions bind."""
+    bound = {n for imp in imports for n in imp.names}
+    bound |= {(getattr(imp, "spec", "") or "").split(".")[0] for imp in imports}
+    try:
+        bound |= {d.name for d in index.file_outline(path)}
+    except Exception:
+        log.debug("file_outline(%s) failed", path, exc_info=True)
+    return bound
+
+
+def unbound_definitions(
+    index: Any,
+    path: str,
+    unbound: Sequence[str],
+    seen: set[tuple[str, str]],
+    source: Source | None = None,
+    max_chunks: int = 4,
+) -> list[tuple[Any, str, str]]:
+    """Among the imports: the definitions of names the file uses that no import binds yet, found
+    anywhere in the workspace (one definition only, at top level, not in the current file), each
+    under its file's path, so the model can write ``from .logger import logger``: (definition, name,
+    chunk text), at most ``max_chunks``. ``seen`` (path, qualname) pairs are skipped and extended."""
+    lookup = getattr(index, "definitions", None)
+    if lookup is None:
+        return []
+    out: list[tuple[Any, str, str]] = []
+    for name in unbound[:12]:
+        try:
+            found = [d for d in lookup(name, limit=4) if d.path != path and not getattr(d, "scope", "")]
+        except Exception:
+            log.debug("definitions(%s) failed", name, exc_info=True)
+            continue
+        if len({d.path for d in found}) != 1 or (found[0].path, found[0].qualname) in seen:
+            continue
+        d = found[0]
+        seen.add((d.path, d.qualname))
+        out.append((d, name, definition_chunk(d, {}, {(d.path, d.qualname): _members(index, d)}, source)))
+        if len(out) >= max_chunks:
+            break
+    return out
+
+
+def _members(index: Any, d: Any) -> list:
+    if d.kind != "class":
+        return []
+    try:
+        return [m for m in index.file_outline(d.path) if getattr(m, "scope", "") == d.qualname]
+    except Exception:
+        return []

@@ -1,0 +1,63 @@
+"""Names a file uses but does not bind: found textually, looked up in the index."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fimble.completion.unbound import import_rows, unbound_definitions, unbound_names
+
+
+def test_unbound_names_skip_parameters_locals_and_strings_but_not_call_arguments() -> None:
+    body = (
+        "def f(self, a: dict[str, int] = {},\n      *args, b=Foo(1), **kw) -> Result:\n"
+        "    pytest.raises(MissingError, match='Quoted')  # Commented\n"
+        "    g = lambda q, r: q + r + zed\n    for item in g:\n        total = item\n"
+        "    return a + b + args + kw + total + Bar\n"
+    )
+    assert unbound_names(body, {"pytest"}) == ["Foo", "Result", "MissingError", "zed", "Bar"]
+
+
+def test_import_rows_cover_a_parenthesised_name_list() -> None:
+    lines = ["import os", "from a import (", "    b,", "    c,", ")", "x = 1", "from d import e"]
+    assert import_rows(lines) == {0, 1, 2, 3, 4, 6}
+
+
+@dataclass(frozen=True)
+class _Def:
+    path: str
+    name: str
+    kind: str = "function"
+    scope: str = ""
+    signature: str = ""
+    doc: str = ""
+
+    @property
+    def qualname(self) -> str:
+        return self.name
+
+
+class _Index:
+    def __init__(self, defs: list[_Def]) -> None:
+        self.defs = defs
+
+    def definitions(self, name: str, limit: int = 50) -> list[_Def]:
+        return [d for d in self.defs if d.name == name][:limit]
+
+    def file_outline(self, path: str) -> list[_Def]:
+        return [d for d in self.defs if d.path == path]
+
+
+def test_only_names_defined_once_elsewhere_at_top_level_are_shown() -> None:
+    index = _Index([
+        _Def("log.py", "logger", "variable", signature="logger = get()"),
+        _Def("a.py", "helper", signature="def helper():"),
+        _Def("b.py", "helper", signature="def helper(x):"),  # two files: ambiguous
+        _Def("app.py", "local", signature="def local():"),  # the current file
+        _Def("m.py", "method", scope="C", signature="def method(self):"),
+    ])
+    seen: set[tuple[str, str]] = set()
+    found = unbound_definitions(index, "app.py", ["logger", "helper", "local", "method", "nothing"], seen)
+    assert [(d.path, name, text) for d, name, text in found] == [("log.py", "logger", "logger = get()")]
+    assert ("log.py", "logger") in seen
+    assert unbound_definitions(index, "app.py", ["logger"], seen) == []
+    assert unbound_definitions(object(), "app.py", ["logger"], set()) == []
