@@ -41,6 +41,7 @@ _KIND_RANK = {"variable": 0, "constant": 1, "prototype": 2}
 _COMMENT_MARKERS = re.compile(r"^\s*(?:/\*+!?|\*+/|\*+|//+!?|#+!?|--|;+)?\s?")
 _COMMENT_END = re.compile(r"\s*\*+/\s*$")
 _COMMENT_STARTS = ("#", "//", "/*", "*", "--")
+_ALNUM = re.compile(r"[^\W_]")  # what str.isalnum accepts: a word character but "_"
 _STRING_PREFIX = re.compile(r"^[rRbBuUfF]{0,2}(\"\"\"|'''|\"|')")
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
 _SKELETON = "#skeleton"  # the parser key of a language's skeleton parser
@@ -176,19 +177,25 @@ def extract(language: str, source: bytes) -> Extraction:
         key = (start, end, name)
         old = found.get(key)
         if old is None or rank(old.kind, 9) < rank(kind, 9):
-            found[key] = _Found(start, -end, kind, name, node, caps, is_scope)
+            found[key] = _new(_Found, (start, -end, kind, name, node, caps, is_scope))
+    items = list(found.values())
     if skel is not None:
-        moved = _real_ends(skel, found.values())
+        moved = _real_ends(skel, items)
     if moved:  # cut bodies: give their functions (and classes ending with one) their real end
-        found = {
-            key: item._replace(neg_end=-moved[-item.neg_end][2]) if -item.neg_end in moved else item
-            for key, item in found.items()
-        }
-    definitions = _resolve_scopes(spec, source, sorted(found.values(), key=_order), moved)
+        get = moved.get
+        items = [
+            item if (real := get(-item.neg_end)) is None else _new(_Found, (item[0], -real[2], *item[2:]))
+            for item in items
+        ]
+    items.sort(key=_order)
+    definitions = _resolve_scopes(spec, source, items, moved)
     return Extraction(tuple(definitions), _finish_imports(imports), root.has_error)
 
 
 _order = itemgetter(0, 1)
+# NamedTuple constructors are Python functions; tuple.__new__ builds the same object without one
+# call frame per definition (tens of thousands per second of indexing).
+_new = tuple.__new__
 
 
 def _real_ends(skel: Skeleton, items: Iterable[_Found]) -> dict[int, tuple[int, int, int]]:
@@ -242,11 +249,6 @@ def _text(source: bytes, node: ts.Node) -> str:
     return source[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
 
-def _first(caps: dict[str, list[ts.Node]], name: str) -> ts.Node | None:
-    nodes = caps.get(name)
-    return nodes[0] if nodes else None
-
-
 def _resolve_scopes(
     spec: LanguageSpec, source: bytes, items: list[_Found], moved: dict[int, tuple[int, int, int]]
 ) -> list[ParsedDef]:
@@ -281,12 +283,12 @@ def _resolve_scopes(
         start_row, start_col = node.start_point
         real_end = moved.get(node.end_byte) if moved else None
         end_row, end_col = real_end[:2] if real_end is not None else node.end_point
-        doc_node = _first(caps, "doc")
-        doc = _docstring(source, doc_node) if doc_node is not None else _comment_doc(spec, source, outer)
-        signature = _signature(source, outer, node, _first(caps, "body"))
-        out.append(
-            ParsedDef(kind, name, qualname, scope, start_row, start_col, end_row, end_col, signature, doc)
-        )
+        doc_nodes = caps.get("doc")
+        doc = _docstring(source, doc_nodes[0]) if doc_nodes else _comment_doc(spec, source, outer)
+        body_nodes = caps.get("body")
+        signature = _signature(source, outer, node, body_nodes[0] if body_nodes else None)
+        record = (kind, name, qualname, scope, start_row, start_col, end_row, end_col, signature, doc)
+        out.append(_new(ParsedDef, record))
     return out
 
 
@@ -331,11 +333,18 @@ def _dedent(line: str, indent: int) -> str:
 
 
 def _first_line(text: str) -> str:
-    for line in text.split("\n"):
+    """The first line with a letter or digit, comment markers stripped (lines are cut one at a
+    time: a docstring can be long and its first line is usually the one)."""
+    start = 0
+    while True:
+        end = text.find("\n", start)
+        line = text[start:] if end < 0 else text[start:end]
         line = _COMMENT_END.sub("", _COMMENT_MARKERS.sub("", line, count=1)).strip()
-        if any(ch.isalnum() for ch in line):
+        if _ALNUM.search(line):
             return line[:_MAX_DOC_CHARS]
-    return ""
+        if end < 0:
+            return ""
+        start = end + 1
 
 
 def _docstring(source: bytes, node: ts.Node) -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from fimble.indexer import lexical
 from fimble.indexer.languages import TEXT, detect_language, language_spec
+from fimble.indexer.records import dumps
 
 __all__ = [
     "FileDoc",
@@ -67,9 +68,11 @@ class FileDoc:
     language: str
     data: bytes
     n_lines: int
-    definitions: list[tuple]
+    definitions: list[bytes]  # each a DefRecord as stored (records.dumps), in file order
+    def_names: list[bytes]  # each definition's name as a key of the ``names`` table
     imports: list[tuple]
-    blocks: list[tuple[int, int, int, int]]
+    blocks: bytes  # the stored list of (start_line, end_line, start_byte, end_byte)
+    n_blocks: int
     hashes: bytes  # postings as parallel arrays, see lexical.Lexical
     entry_blocks: bytes
     tfs: bytes
@@ -180,7 +183,8 @@ def analyze_bytes(
     """Analyse content that is already in memory (a file just read, or an editor buffer)."""
     language = detect_language(rel, data[:_SNIFF])
     spec = language_spec(language)
-    definitions: list[tuple] = []
+    definitions: list[bytes] = []
+    def_names: list[bytes] = []
     imports: list[tuple] = []
     has_errors = False
     if spec is not None:
@@ -193,7 +197,10 @@ def analyze_bytes(
             language, spec = TEXT, None
         else:
             has_errors = found.has_errors
-            definitions = list(map(tuple, found.definitions))
+            # Encoded here, in the pool, rather than by the writer thread: a string of bytes
+            # crosses the process boundary for less than a tuple of ten fields.
+            definitions = [dumps(tuple(d)) for d in found.definitions]
+            def_names = [d.name.encode("utf-8", "surrogateescape") for d in found.definitions]
             imports = [(i.flavor, i.spec, i.names, i.line, i.wildcard) for i in found.imports]
     lex = lexical.analyze(data, stride=config.stride, block_bytes=config.block_bytes)
     module = None
@@ -209,8 +216,10 @@ def analyze_bytes(
         data=data,
         n_lines=lex.n_lines,
         definitions=definitions,
+        def_names=def_names,
         imports=imports,
-        blocks=lex.blocks,
+        blocks=dumps(lex.blocks),
+        n_blocks=len(lex.blocks),
         hashes=lex.hashes,
         entry_blocks=lex.entry_blocks,
         tfs=lex.tfs,

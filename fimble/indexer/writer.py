@@ -186,25 +186,22 @@ def _put(batch: _Batch, doc: FileDoc, seg: int) -> int:
         language=doc.language,
         n_lines=doc.n_lines,
         n_defs=len(doc.definitions),
-        n_blocks=len(doc.blocks),
+        n_blocks=doc.n_blocks,
         total_length=doc.total_length,
         has_errors=doc.has_errors,
     )
     txn.put(rel_b, rec.pack(), db=db["files"])
     txn.put(fid4, rel_b, db=db["paths"])
     txn.delete(rel_b, db=db["skipped"])
-    names = txn.cursor(db=db["names"])
-    defs = txn.cursor(db=db["defs"])
-    for idx, record in enumerate(doc.definitions):
-        key = def_key(fid, idx)
-        defs.put(key, dumps(record), append=True)
-        name = _b(record[1])
-        if 0 < len(name) <= MAX_KEY:
-            names.put(name, key)
+    if doc.definitions:
+        keys = [def_key(fid, idx) for idx in range(len(doc.definitions))]
+        txn.cursor(db=db["defs"]).putmulti(zip(keys, doc.definitions, strict=True), append=True)
+        names = zip(doc.def_names, keys, strict=True)
+        txn.cursor(db=db["names"]).putmulti([(name, key) for name, key in names if 0 < len(name) <= MAX_KEY])
     if doc.imports:
         txn.put(fid4, dumps(doc.imports), db=db["imports"])
     txn.put(fid4, doc.data, db=db["text"], append=True)
-    txn.put(fid4, dumps(doc.blocks), db=db["blocks"], append=True)
+    txn.put(fid4, doc.blocks, db=db["blocks"], append=True)
     base = _b(posixpath.basename(doc.rel))
     if len(base) <= MAX_KEY:
         txn.put(base, rel_b, db=db["base"])
