@@ -12,7 +12,9 @@ drops the most common terms, whose IDF is near zero.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections import defaultdict
+from operator import itemgetter
 
 import lmdb
 import numpy as np
@@ -69,11 +71,25 @@ def _excluded(
         return -1, []
     fid = FileRecord.unpack(raw).fid
     raw_blocks = txn.get(fid_bytes(fid), db=db["blocks"])
-    windows = _windows(loads(raw_blocks)) if raw_blocks else []
-    skip = [w for w, (start, end, _, _) in enumerate(windows) if start <= last and end >= first]
-    if skip and skip[-1] == len(windows) - 1:
-        skip.append(len(windows))  # the last block alone also scores as a (clamped) window
-    return fid, skip
+    return fid, _overlapping(loads(raw_blocks) if raw_blocks else [], first, last)
+
+
+def _overlapping(blocks: list[tuple[int, int, int, int]], first: int, last: int) -> list[int]:
+    """Numbers of the windows overlapping lines [first, last] (and of the clamped last one)."""
+    if len(blocks) <= 1:
+        windows = _windows(blocks)
+        skip = [w for w, (start, end, _, _) in enumerate(windows) if start <= last and end >= first]
+        n_windows = len(windows)
+    else:
+        # Window w covers lines blocks[w][0] .. blocks[w + 1][1] - 1: both ends grow with w, so the
+        # windows overlapping [first, last] are a run, found by bisection (a big file has thousands).
+        n_windows = len(blocks) - 1
+        low = bisect_right(blocks, first, lo=1, key=itemgetter(1)) - 1
+        high = min(bisect_right(blocks, last, key=itemgetter(0)), n_windows)
+        skip = list(range(low, high))
+    if skip and skip[-1] == n_windows - 1:
+        skip.append(n_windows)  # the last block alone also scores as a (clamped) window
+    return skip
 
 
 def _windows(blocks: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
@@ -83,6 +99,15 @@ def _windows(blocks: list[tuple[int, int, int, int]]) -> list[tuple[int, int, in
     return [
         (blocks[w][0], blocks[w + 1][1] - 1, blocks[w][2], blocks[w + 1][3]) for w in range(len(blocks) - 1)
     ]
+
+
+def _window(blocks: list[tuple[int, int, int, int]], window: int) -> tuple[int, int, int, int]:
+    """``_windows(blocks)[min(window, last)]`` without building every window of the file."""
+    if len(blocks) <= 1:
+        start_line, end_line, start, end = blocks[0]
+        return start_line, max(end_line - 1, start_line), start, end
+    w = min(window, len(blocks) - 2)
+    return blocks[w][0], blocks[w + 1][1] - 1, blocks[w][2], blocks[w + 1][3]
 
 
 def search(
@@ -192,10 +217,10 @@ def _snippet(txn: lmdb.Transaction, db: dict, fid: int, window: int, score: floa
     raw_blocks = txn.get(fid4, db=db["blocks"])
     if rel_b is None or raw_blocks is None:
         return None
-    windows = _windows(loads(raw_blocks))
-    if not windows:
+    blocks = loads(raw_blocks)
+    if not blocks:
         return None
-    first, last, start, end = windows[min(window, len(windows) - 1)]
+    first, last, start, end = _window(blocks, window)
     rec_raw = txn.get(rel_b, db=db["files"])
     data = txn.get(fid4, db=db["text"]) or b""
     return Snippet(

@@ -65,3 +65,29 @@ def test_unknown_terms_and_empty_index(tmp_path: Path) -> None:
         assert ix.search("hello", k=0) == ()
     with _index(tmp_path / "e", {"empty.txt": ""}) as ix:
         assert ix.search("anything") == ()
+
+
+def test_windows_found_by_bisection_are_those_of_the_full_list() -> None:
+    """_overlapping and _window bisect or index the blocks; they must agree with the windows
+    listed one by one."""
+    import random
+
+    from fimble.indexer.bm25 import _overlapping, _window, _windows
+
+    rng = random.Random(3)
+    for _ in range(300):
+        blocks, line, byte = [], 0, 0
+        for _ in range(rng.randrange(0, 9)):
+            lines, size = rng.randrange(1, 5), rng.randrange(1, 90)
+            blocks.append((line, line + lines, byte, byte + size))
+            line, byte = line + lines, byte + size
+        first = rng.randrange(0, line + 3)
+        last = first + rng.randrange(0, 12)
+        windows = _windows(blocks)
+        expected = [w for w, (start, end, _, _) in enumerate(windows) if start <= last and end >= first]
+        if expected and expected[-1] == len(windows) - 1:
+            expected.append(len(windows))
+        assert _overlapping(blocks, first, last) == expected
+        for w in range(len(windows) + 2):
+            if windows:
+                assert _window(blocks, w) == windows[min(w, len(windows) - 1)]
