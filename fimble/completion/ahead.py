@@ -68,14 +68,19 @@ class WorkAhead:
             cached = found[0]
             self._typeahead.remember(key, request.prefix, request.suffix, cached.text, cached.multiline)
             return False
+        prefix, suffix, path = request.prefix, request.suffix, request.path
         with self._lock:
+            # The generation under way answers this place too (the same place, or typed since and
+            # agreeing with it): a new one would supersede it and the requests waiting on it.
             flight = self._flights.get(key)
             if (
                 flight is not None
                 and not flight.finished
                 and not flight.cancelled
-                and (flight.prefix, flight.suffix) == (request.prefix, request.suffix)
-                and flight.path == request.path
+                and (
+                    (flight.prefix, flight.suffix, flight.path) == (prefix, suffix, path)
+                    or flight.accepts(prefix, suffix, path, request.max_tokens) is not None
+                )
             ):
                 return False
             self._stats.warmed += 1

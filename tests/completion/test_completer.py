@@ -356,3 +356,20 @@ def test_a_one_line_generation_is_never_answered_early() -> None:
     assert second.future.result(5).stop_reason == "adopted"
     first.future.result(5)
     completer.close()
+
+
+def test_focus_where_the_user_typed_into_a_running_generation_leaves_it_alone() -> None:
+    engine = StreamingEngine("append(x)")
+    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    completer.wait_ready(5)
+    assert completer.warm_at(request("xs."), "doc")
+    engine.step.release(1)
+    _wait(lambda: completer._flights["doc"].produced == "a")
+    typed = completer.submit(request("xs.ap"), key="doc")  # adopts the focus generation
+    # The editor says the cursor rests after the typed text: the generation under way answers
+    # there, so nothing starts (a new flight would cancel the request waiting on this one).
+    assert not completer.warm_at(request("xs.ap"), "doc")
+    engine.step.release(100)
+    assert typed.future.result(5).text == "pend(x)"
+    assert engine.calls == 1
+    completer.close()

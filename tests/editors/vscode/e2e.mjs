@@ -6,7 +6,8 @@
 //   $(tests/editors/vscode/setup.sh --node)/node tests/editors/vscode/e2e.mjs
 //
 // Scenario: open a workspace whose .venv holds fimble (the extension finds it there), open a Python file,
-// wait for the status bar to say "fimble ready", type, wait for fimble's ghost text, take a screenshot,
+// wait for the status bar to say "fimble ready", rest the cursor (didFocus: the server's status counts a
+// suggestion started there), type, wait for fimble's ghost text, take a screenshot,
 // accept with Tab, save, and check the file on disk and fimble's acceptance log (served, shown, accepted).
 // Prints one JSON line with the result; exits non-zero on failure (artifacts: screenshots, logs).
 import { spawn, spawnSync } from 'node:child_process';
@@ -171,7 +172,13 @@ async function main() {
     mark('fimble_ready');
     log(`status bar went through ${JSON.stringify(result.states)}`);
 
-    // Cursor at the end of "    return", then type: the suggestion completes the expression.
+    // Cursor at the end of "    return": once it rests, the extension sends textDocument/didFocus and
+    // the server starts the suggestion there (its status counts it as "warmed"). Then type: the
+    // suggestion completes the expression.
+    await goToLine(page, LINE);
+    await page.keyboard.press('End');
+    result.warmed = await waitWarmed(page, dirs.userData, 30_000);
+    mark('focus_warmed');
     await goToLine(page, LINE);
     await page.keyboard.press('End');
     await page.keyboard.type(TYPED, { delay: 60 });
@@ -339,6 +346,34 @@ async function waitEvents(file, wanted, ms) {
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error(`acceptance log has ${JSON.stringify(seen)}, expected ${JSON.stringify(wanted)}`);
+}
+
+// Runs "fimble: Show Status" (which writes the server's status to the fimble output channel, logged
+// under userData/logs) until the status counts a suggestion started by didFocus; returns that count.
+async function waitWarmed(page, userData, ms) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 1000));
+    await runCommand(page, 'fimble: Show Status');
+    await new Promise((r) => setTimeout(r, 500));
+    const counts = findFiles(path.join(userData, 'logs'), 'fimble.log')
+      .flatMap((f) => [...fs.readFileSync(f, 'utf8').matchAll(/"warmed": (\d+)/g)].map((m) => Number(m[1])));
+    const warmed = Math.max(0, ...counts);
+    if (warmed > 0) return warmed;
+  }
+  throw new Error('the server never started a suggestion where the cursor rested (no didFocus?)');
+}
+
+function findFiles(dir, name) {
+  let out = [];
+  let entries = [];
+  try { entries = fs.readdirSync(dir, { withFileTypes: true }); } catch { return out; }
+  for (const e of entries) {
+    const full = path.join(dir, e.name);
+    if (e.isDirectory()) out = out.concat(findFiles(full, name));
+    else if (e.name === name) out.push(full);
+  }
+  return out;
 }
 
 function copyLogs(userData, to) {

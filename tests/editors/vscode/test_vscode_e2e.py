@@ -1,5 +1,6 @@
 """The VS Code extension in a real VS Code (code-server, headless Chromium, playwright-core), offline:
-fimble's ghost text appears after typing, Ctrl+Right accepts a word, Tab the rest, and the server logs
+a resting cursor sends didFocus (the server starts the suggestion there), fimble's ghost text
+appears after typing, Ctrl+Right accepts a word, Tab the rest, and the server logs
 the suggestion as served, shown, partially accepted and accepted; "Explain the Suggestion at the Cursor"
 answers, *Reindex Workspace* finishes, *Toggle* shows "fimble off", and a broken ``fimble.path`` shows
 as an error with its fix in the status bar.
@@ -69,6 +70,7 @@ def test_ghost_text_from_fimble_is_accepted_with_tab() -> None:
     assert result["ok"], f"{result.get('error')}\n--- stderr ---\n{stderr}\nartifacts: {ARTIFACTS}"
 
     assert result["states"][-1] == "fimble ready"  # e.g. starting -> loading -> ready
+    assert result["warmed"] >= 1  # the resting cursor sent didFocus and the server started there
     ghost = result["ghost"]
     assert ghost.strip(), "the ghost text was empty"
     # Tab inserted exactly what was shown
