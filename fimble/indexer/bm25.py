@@ -50,11 +50,11 @@ def _gather(txn: lmdb.Transaction, db: dict, terms: list[bytes]) -> dict[int, li
             key, value = cursor.item()
             if key[:2] != prefix:
                 break
-            parsed = postings.parse(value)
-            for i, term_id in wanted[bucket]:
-                hit = parsed.find(term_id)
+            terms_here = wanted[bucket]
+            hits = postings.find_terms(value, [term_id for _, term_id in terms_here])
+            for (i, _), hit in zip(terms_here, hits, strict=True):
                 if hit is not None:
-                    found[i].append((parsed.fids[hit], parsed.blocks[hit], parsed.tfs[hit], parsed.lens[hit]))
+                    found[i].append(hit)
             ok = cursor.next()
     return found
 

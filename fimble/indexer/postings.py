@@ -33,6 +33,7 @@ __all__ = [
     "bucket_of",
     "build",
     "encode",
+    "find_terms",
     "merge",
     "parse",
 ]
@@ -41,6 +42,7 @@ BUCKET_BITS = 11
 N_BUCKETS = 1 << BUCKET_BITS
 _SHIFT = np.uint64(64 - BUCKET_BITS)
 _HEADER = struct.Struct("<II")
+_RANGE = struct.Struct("<II")  # one term's (start, end) in ``starts``
 
 
 def bucket_of(term_id: int) -> int:
@@ -157,6 +159,34 @@ def parse(value: bytes) -> Postings:
     tfs = np.frombuffer(value, np.uint16, n, at + 2 * n)
     lens = np.frombuffer(value, np.uint16, n, at + 4 * n)
     return Postings(hashes, starts, fids, blocks, tfs, lens)
+
+
+def find_terms(value: bytes, term_ids: list[int]) -> list[tuple[np.ndarray, ...] | None]:
+    """Per term id, its (fids, blocks, tfs, lens) entries in a bucket value, or None: what
+    ``parse(value).find`` gives, reading only the term ids and the entries of the terms found (a
+    query looks up a few terms in every segment's bucket and misses in most of them)."""
+    n_terms, n = _HEADER.unpack_from(value)
+    hashes = np.frombuffer(value, np.uint64, n_terms, 8)
+    starts_at = 8 + 8 * n_terms
+    fids_at = starts_at + 4 * (n_terms + 1)
+    blocks_at = fids_at + 4 * n
+    out: list[tuple[np.ndarray, ...] | None] = []
+    for term_id in term_ids:
+        i = int(np.searchsorted(hashes, np.uint64(term_id)))
+        if i == n_terms or int(hashes[i]) != term_id:
+            out.append(None)
+            continue
+        start, end = _RANGE.unpack_from(value, starts_at + 4 * i)
+        count = end - start
+        out.append(
+            (
+                np.frombuffer(value, np.uint32, count, fids_at + 4 * start),
+                np.frombuffer(value, np.uint16, count, blocks_at + 2 * start),
+                np.frombuffer(value, np.uint16, count, blocks_at + 2 * n + 2 * start),
+                np.frombuffer(value, np.uint16, count, blocks_at + 4 * n + 2 * start),
+            )
+        )
+    return out
 
 
 def merge(values: list[bytes], dead: np.ndarray) -> bytes | None:

@@ -64,3 +64,19 @@ def test_merge_drops_dead_fids() -> None:
 def test_empty() -> None:
     assert postings.encode(postings.build([])) == []
     assert postings.encode(postings.build([_doc(1, b"")])) == []
+
+
+def test_find_terms_agrees_with_parse() -> None:
+    docs = [_doc(fid, b"".join(b"w%d x%d\n" % (i * fid % 37, i) for i in range(60))) for fid in (1, 2, 5)]
+    values = dict(postings.encode(postings.build(docs)))
+    for value in values.values():
+        parsed = postings.parse(value)
+        ids = [int(h) for h in parsed.hashes] + [term_hash(b"absent_zz"), 0, (1 << 64) - (1 << 16)]
+        for term_id, got in zip(ids, postings.find_terms(value, ids), strict=True):
+            hit = parsed.find(term_id)
+            if hit is None:
+                assert got is None
+            else:
+                expected = (parsed.fids[hit], parsed.blocks[hit], parsed.tfs[hit], parsed.lens[hit])
+                assert got is not None
+                assert all(np.array_equal(a, b) for a, b in zip(got, expected, strict=True))
