@@ -7,8 +7,8 @@ resolving, without reparsing anything. Each rule costs a handful of key lookups.
 Rules (best effort; anything outside the workspace resolves to nothing):
 
 * Python: relative imports from the importer's package; absolute ones from the importer's package
-  root (the parent of its topmost ``__init__.py`` directory), the workspace root, ``src/`` and the
-  importer's directory. ``from X import name`` prefers the submodule ``X/name.py``.
+  root (the parent of its topmost ``__init__.py`` directory), the workspace root, ``src/`` and, for a
+  script outside a package, its directory. ``from X import name`` prefers the submodule ``X/name.py``.
 * JavaScript/TypeScript: relative specifiers with the usual extensions and ``index`` files, and
   ``./x.js`` written for ``./x.ts`` (ESM TypeScript); ``@/`` and ``~/`` aliases map to ``src/``.
 * Go: import paths inside a module declared by a ``go.mod`` in the workspace, to that package's files.
@@ -117,7 +117,10 @@ def _python(
         parts = rest.split(".") if rest else []
     else:
         parts = spec.split(".")
-        bases = list(dict.fromkeys([_package_root(importer, files), "", "src", here]))
+        # A script's own directory is on sys.path; a package module's is not (Python 3 has no
+        # implicit relative imports: ``import typing`` in flask/ctx.py is the standard library's).
+        script_dir = [] if files.exists(_join(here, "__init__.py")) else [here]
+        bases = list(dict.fromkeys([_package_root(importer, files), "", "src", *script_dir]))
     for base in bases:
         module = _py_module(files, base, parts) if parts or spec.startswith(".") else None
         subs = [s for n in (names if flavor == "from" else ()) if (s := _py_module(files, base, [*parts, n]))]

@@ -36,6 +36,7 @@ PY = Files(
         "app/main.py",
         "src/lib/__init__.py",
         "src/lib/util.py",
+        "src/lib/typing.py",
         "tools/script.py",
         "tools/helper.py",
         "stubs/only.pyi",
@@ -56,6 +57,7 @@ PY = Files(
         ("app/main.py", "module", "lib.util", (), ("src/lib/util.py",)),  # src/ layout
         ("tools/script.py", "module", "helper", (), ("tools/helper.py",)),  # script next to a helper
         ("app/main.py", "module", "os.path", (), ()),
+        ("src/lib/util.py", "module", "typing", (), ()),  # the standard library, not a package's typing.py
     ],
 )
 def test_python(
