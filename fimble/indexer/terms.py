@@ -104,12 +104,14 @@ def _blocks(
 
 
 def _words(data: bytes, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """[start, end) byte offsets of every word."""
+    """[start, end) byte offsets of every word that can be a term."""
     # True inside a word, with a separator on each side: edges alternate start, end, start, ...
     inside = np.frombuffer(b"\0" + data.translate(_WORD_BYTES) + b"\0", bool)
     edges = np.flatnonzero(inside[1:] != inside[:-1])  # edge i: byte i starts a word or ends one
     starts, ends = edges[0::2], edges[1::2]
-    keep = codes[starts] > _NINE  # a run that starts with a digit is a number, not a word
+    # A run that starts with a digit is a number, not a word; a one-character word is a stop word
+    # (lexical.stopwords), dropped here rather than after hashing, sorting and counting it.
+    keep = (codes[starts] > _NINE) & (ends - starts > 1)
     return starts[keep], ends[keep]
 
 
