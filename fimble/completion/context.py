@@ -27,6 +27,7 @@ from fimble.completion.outlines import (
 )
 from fimble.completion.skeletons import (
     DefinitionLike,
+    Source,
     class_skeleton,
     guess_receivers,
     members_by_class,
@@ -144,6 +145,7 @@ def gather_context(
     recent: Sequence[ContextChunk] = (),
     max_chunks: int = 12,
     window_lines: int = 60,
+    source: Source | None = None,
 ) -> list[ContextChunk]:
     """Choose and order context chunks for a cursor at 0-based ``line`` of ``path``, best first.
 
@@ -165,7 +167,7 @@ def gather_context(
     in_imports = import_rows(lines)
     body = "\n".join(ln for row, ln in enumerate(lines) if row not in in_imports)
     used = set(_WORD.findall(body))
-    source = SourceLines.of(index)
+    source = source or SourceLines.of(index)
     scored: list[tuple[float, int, ContextChunk]] = []
     seen_paths_defs: set[tuple[str, str]] = set()
     imports: Sequence[_Import] = ()
@@ -302,6 +304,8 @@ class ContextGatherer:
         self.index = index
         self.region = region
         self.recent = recent  # path -> recently edited/visited regions elsewhere (``RecentRegions``)
+        # One reader for every gathering: other files' lines are read again only when they change.
+        self._source = SourceLines.of(index)
         self._cache: dict[str, _Cached] = {}
         self._lock = threading.Lock()
 
@@ -318,7 +322,7 @@ class ContextGatherer:
                 recent = self.recent(path)
             except Exception:  # never let the tracker cost a completion its context
                 log.debug("recent regions failed", exc_info=True)
-        chunks = gather_context(self.index, path, text, line, recent=recent)
+        chunks = gather_context(self.index, path, text, line, recent=recent, source=self._source)
         with self._lock:
             self._cache[path] = _Cached(path, line, chunks)
         return chunks
