@@ -146,18 +146,23 @@ def encode(cols: Columns) -> list[tuple[int, bytes]]:
     return out
 
 
-def parse(value: bytes) -> Postings:
+def _layout(value: bytes) -> tuple[int, int, int, int, int]:
+    """(terms, entries, and where ``starts``, ``fids`` and ``blocks`` begin) of a bucket value; the
+    hashes begin at 8, and ``tfs``/``lens`` follow ``blocks`` at 2 bytes per entry each."""
     n_terms, n = _HEADER.unpack_from(value)
-    at = 8
-    hashes = np.frombuffer(value, np.uint64, n_terms, at)
-    at += 8 * n_terms
-    starts = np.frombuffer(value, np.uint32, n_terms + 1, at)
-    at += 4 * (n_terms + 1)
-    fids = np.frombuffer(value, np.uint32, n, at)
-    at += 4 * n
-    blocks = np.frombuffer(value, np.uint16, n, at)
-    tfs = np.frombuffer(value, np.uint16, n, at + 2 * n)
-    lens = np.frombuffer(value, np.uint16, n, at + 4 * n)
+    starts_at = 8 + 8 * n_terms
+    fids_at = starts_at + 4 * (n_terms + 1)
+    return n_terms, n, starts_at, fids_at, fids_at + 4 * n
+
+
+def parse(value: bytes) -> Postings:
+    n_terms, n, starts_at, fids_at, blocks_at = _layout(value)
+    hashes = np.frombuffer(value, np.uint64, n_terms, 8)
+    starts = np.frombuffer(value, np.uint32, n_terms + 1, starts_at)
+    fids = np.frombuffer(value, np.uint32, n, fids_at)
+    blocks = np.frombuffer(value, np.uint16, n, blocks_at)
+    tfs = np.frombuffer(value, np.uint16, n, blocks_at + 2 * n)
+    lens = np.frombuffer(value, np.uint16, n, blocks_at + 4 * n)
     return Postings(hashes, starts, fids, blocks, tfs, lens)
 
 
@@ -165,11 +170,8 @@ def find_terms(value: bytes, term_ids: list[int]) -> list[tuple[np.ndarray, ...]
     """Per term id, its (fids, blocks, tfs, lens) entries in a bucket value, or None: what
     ``parse(value).find`` gives, reading only the term ids and the entries of the terms found (a
     query looks up a few terms in every segment's bucket and misses in most of them)."""
-    n_terms, n = _HEADER.unpack_from(value)
+    n_terms, n, starts_at, fids_at, blocks_at = _layout(value)
     hashes = np.frombuffer(value, np.uint64, n_terms, 8)
-    starts_at = 8 + 8 * n_terms
-    fids_at = starts_at + 4 * (n_terms + 1)
-    blocks_at = fids_at + 4 * n
     out: list[tuple[np.ndarray, ...] | None] = []
     for term_id in term_ids:
         i = int(np.searchsorted(hashes, np.uint64(term_id)))
