@@ -368,6 +368,7 @@ class Completer(WorkAhead):
             s.tokens_reused += gen.tokens_reused
             s.tokens_generated += len(gen.tokens)
             self.last = {"path": path, "queued_ms": round(queued_ms, 1), **generation_stats(gen)}
+        log.debug("generation for %s after %.0f ms in the queue: %s", path, queued_ms, self.last)
 
     def detach(self, job: Job[Any]) -> bool:
         """The caller of ``job`` stops waiting (its deadline passed). Returns True when it should
