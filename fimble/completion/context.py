@@ -114,6 +114,26 @@ def _mentions(text: str, names: set[str]) -> int:
     return len(names & set(_WORD.findall(text))) if names else 0
 
 
+def _same_language(path: str) -> Callable[[str], bool]:
+    """Whether another file is code of the cursor's language (its family: languages sharing a
+    tree-sitter query file, JavaScript and TypeScript, C and C++). A BM25 neighbour of Python code in
+    a docs page, a changelog or a pinned requirements list shares the cursor's words, not its code:
+    on flask such windows (``docs/*.rst``) were in 3 of 8 lines context lost and 1 of 14 it won. A
+    cursor in a file no grammar covers takes neighbours from any file."""
+    from fimble.indexer.languages import detect_language, language_spec
+
+    spec = language_spec(detect_language(path))
+    if spec is None:
+        return lambda other: True
+    mine = set(spec.queries)
+
+    def same(other: str) -> bool:
+        theirs = language_spec(detect_language(other))
+        return theirs is not None and not mine.isdisjoint(theirs.queries)
+
+    return same
+
+
 def _in_import_block(imports: Sequence[_Import], line: int) -> bool:
     """The cursor sits among the file's imports (within two lines of one): it is probably writing
     one, so whole module outlines (not only the names already imported) are what helps. An import
@@ -131,6 +151,9 @@ _IMPORTED, _DEFINES, _RECENT, _SIMILAR, _MENTION = 2.0, 1.5, 1.0, 0.0, 3.0
 _MENTION_SIMILAR = 1.5
 # A class whose methods the cursor's own line calls on a receiver (``app.|``): what the line needs.
 _RECEIVER, _ON_CURSOR_LINE = 3.0, 6.0
+# Module-level assignments: found by name alone in a file the cursor's imports do not reach, they are
+# a coincidence of names (openai-agents: ``result`` of an example script, shown in 28 of 80 lines).
+_VARIABLES = frozenset({"variable", "constant"})
 # Among the imports, the definition of a name the file uses but does not import yet: precisely what
 # the import being written is for, so it outranks whole-module outlines that mention many names.
 _UNBOUND = 12.0
@@ -152,13 +175,14 @@ def gather_context(
     Sources: outlines of imported workspace modules (restricted to the names imported, unless the
     cursor is among the imports; classes as skeletons; a package's re-exports followed to the
     definitions of the names this file uses), definitions of symbols used near the cursor (a class
-    as its skeleton, a method under its class; not other tests' helpers that share a name), the
-    class a receiver near the cursor looks like (``app.route``, ``app.test_client`` -> its
-    skeleton), recently edited or visited regions, and BM25 neighbours of the lines above the
-    cursor. Each is scored by its source and by how many names written around the
-    cursor it mentions; the best come first, so ``build_prompt``'s token budget keeps them. Chunks
-    already visible around the cursor or nearly repeating it or each other are dropped. Index
-    failures mean less context, never no completion.
+    as its skeleton, a method under its class; not other tests' helpers that share a name, nor
+    module variables of files the imports do not reach), the class a receiver near the cursor looks
+    like (``app.route``, ``app.test_client`` -> its skeleton), recently edited or visited regions,
+    and BM25 neighbours of the lines above the cursor in files of the cursor's language. Each is
+    scored by its source and by how many names written around the cursor it mentions; the best
+    come first, so ``build_prompt``'s token budget keeps them. Chunks already visible around the
+    cursor or nearly repeating it or each other are dropped. Index failures mean less context,
+    never no completion.
     """
     lines = text.splitlines()
     lo, hi = max(0, line - window_lines), min(len(lines), line + window_lines)
@@ -223,6 +247,8 @@ def gather_context(
                 continue
             if d.path not in known and TEST_FILE.search(d.path):
                 continue  # another test's ``foo``: same name, nothing to do with this line
+            if d.path not in known and d.kind in _VARIABLES:
+                continue  # ``result = ...`` in an example script nothing here imports: another ``result``
             seen_paths_defs.add((d.path, d.qualname))
             shown = definition_chunk(d, classes, members, source)
             offer(ContextChunk(d.path, shown, f"defines {d.name}, used near the cursor"), _DEFINES)
@@ -267,7 +293,10 @@ def gather_context(
     try:
         query = "\n".join(lines[max(0, line - 12) : line + 1])
         if _WORD.search(query):
+            code = _same_language(path)
             for snip in index.search(query, k=4, exclude=(path, (lo, hi))):
+                if not code(snip.path):
+                    continue
                 similar = ContextChunk(snip.path, snip.text, f"similar code (bm25 {snip.score:.1f})")
                 offer(similar, _SIMILAR, _MENTION_SIMILAR)
     except Exception:

@@ -192,6 +192,55 @@ def test_definitions_from_unrelated_test_files_are_left_out() -> None:
     assert all(c.path != "tests/test_other.py" for c in chunks)
 
 
+def _similar(idx: FakeIndex, path: str) -> list[str]:
+    chunks = gather_context(idx, path, "rows = load()\n", 0)
+    return [c.path for c in chunks if c.reason.startswith("similar code")]
+
+
+def test_variables_of_files_the_imports_do_not_reach_are_left_out() -> None:
+    idx = index()
+    script = "examples/hello.py"
+    result = Def(script, "result", kind="variable", qualname="result", signature="result = run()")
+    limit = Def(script, "LIMIT", kind="constant", qualname="LIMIT", signature="LIMIT = 3")
+    helper = Def(script, "run", qualname="run", signature="def run() -> Result:")
+    idx.near = Near((result, limit, helper))
+    chunks = gather_context(idx, "app.py", "result = run()\nprint(result, LIMIT)\n", 1)
+    reasons = [c.reason for c in chunks]
+    assert "defines run, used near the cursor" in reasons  # a function is worth its signature
+    assert not any("defines result" in r or "defines LIMIT" in r for r in reasons)
+
+
+def test_variables_of_files_the_imports_reach_are_kept() -> None:
+    idx = index()  # app.py imports util/dates.py, which imports cal.py
+    idx.other_imports["util/dates.py"] = [Imp(("cal.py",), ("WEEK",))]
+    week = Def("cal.py", "week", kind="variable", qualname="week", signature="week = Week(7)")
+    idx.outlines["cal.py"] = [week]
+    idx.near = Near((week,))
+    chunks = gather_context(idx, "app.py", "x = 1\ny = week\n", 1)
+    assert "defines week, used near the cursor" in [c.reason for c in chunks]
+
+
+def test_similar_code_comes_from_files_of_the_cursor_language() -> None:
+    idx = index()
+    idx.snippets = [
+        Snip("docs/cli.rst", 0, 3, "The --host option binds the server.\n", 9.0),
+        Snip("requirements/dev.txt", 0, 3, "pytest==8.1.1\n    # via tests\n", 8.0),
+        Snip("stubs/rows.pyi", 0, 3, "def total(rows: list[Row]) -> int: ...\n", 7.0),
+        Snip("other.py", 0, 3, "for row in rows:\n    total += row.amount\n", 3.2),
+    ]
+    assert _similar(idx, "app.py") == ["stubs/rows.pyi", "other.py"]
+
+
+def test_similar_code_in_a_language_family_and_for_text_files() -> None:
+    idx = index()
+    idx.snippets = [
+        Snip("lib/rows.ts", 0, 3, "for (const row of rows) total += row.amount;\n", 5.0),
+        Snip("lib/rows.py", 0, 3, "for row in rows:\n    total += row.amount\n", 4.0),
+    ]
+    assert _similar(idx, "web/app.js") == ["lib/rows.ts"]  # TypeScript reads like JavaScript
+    assert sorted(_similar(idx, "NOTES.md")) == ["lib/rows.py", "lib/rows.ts"]  # a text file: any
+
+
 def test_a_referenced_class_is_shown_as_a_skeleton_and_a_method_under_its_class() -> None:
     idx = index()  # app.py imports util/dates.py, which imports cal.py (two hops)
     idx.other_imports["util/dates.py"] = [Imp(("cal.py",), ("Calendar",))]
