@@ -51,6 +51,20 @@ def test_recommendation_prefers_best_setting_within_the_latency_target() -> None
     assert slow["condition"] == "small · no context" and "fastest" in slow["text"]
 
 
+def test_recommendation_judges_latency_as_typing_sees_it_not_the_cold_prompt() -> None:
+    # Context makes the whole prompt slow to evaluate (a cold region), but the server warms it while
+    # the user is idle: per suggestion, typing pays the generation, which context barely changes.
+    rows = [
+        row("m", False, True, False, 2500, prompt_ms=2200, generation_ms=300),
+        row("m", True, True, True, 9000, prompt_ms=8650, generation_ms=330, prompt_tokens=1500),
+    ]
+    rec = recommend(rows, build_report(rows, {})["summaries"])
+    assert rec["context"] is True
+    assert rec["typing_latency_p50_ms"]["m · context"] < 1000
+    assert rec["warmup_s"] > 0 and rec["context_budget_tokens"] >= 0
+    assert "warm up" in rec["text"]
+
+
 def test_html_is_self_contained_and_escaped(tmp_path: Path) -> None:
     rows = [*ROWS, row("small", True, False, False, 700, truth="if a < b and '<script>':")]
     report = build_report(rows, {"source": "requests==2.32.3", "models": ["small", "big"]})
