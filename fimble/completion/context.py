@@ -33,7 +33,13 @@ from fimble.completion.skeletons import (
     members_by_class,
     returned_classes,
 )
-from fimble.completion.unbound import bound_names, import_rows, unbound_definitions, unbound_names
+from fimble.completion.unbound import (
+    bound_names,
+    code_only,
+    import_rows,
+    unbound_definitions,
+    unbound_names,
+)
 
 __all__ = ["ContextChunk", "ContextGatherer", "IndexReader", "gather_context"]
 
@@ -93,6 +99,7 @@ class ContextChunk:
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _near_duplicate(text: str, window: str, threshold: float = 0.5) -> bool:
@@ -132,6 +139,21 @@ def _same_language(path: str) -> Callable[[str], bool]:
         return theirs is not None and not mine.isdisjoint(theirs.queries)
 
     return same
+
+
+def _code_names(path: str, text: str, line: int, radius: int = 12) -> set[str] | None:
+    """Names written in the *code* within ``radius`` lines of the cursor (the index's own window for
+    "used near the cursor"), or None when the file is not Python (whose strings and comments
+    ``code_only`` knows). The index finds definitions for every word near the cursor, prose included:
+    "Iterates over all blueprints" in a docstring showed flask's ``Request.blueprints`` property
+    above ``App.iter_blueprints``, and the model wrote ``iter(self.blueprints)``. On the flask and
+    openai-agents evals such chunks were in 3 lines context lost and in none it won."""
+    from fimble.indexer.languages import detect_language
+
+    if detect_language(path) != "python":
+        return None
+    rows = code_only(text).split("\n")
+    return set(_NAME.findall("\n".join(rows[max(0, line - radius) : line + radius + 1])))
 
 
 def _in_import_block(imports: Sequence[_Import], line: int) -> bool:
@@ -241,6 +263,7 @@ def gather_context(
     for p, defs in known.items():
         for scope, ms in members_by_class(defs).items():
             members[(p, scope)] = ms
+    in_code = _code_names(path, text, line)
     try:
         for d in index.symbols_near(path, line).referenced:
             if (d.path, "*") in seen_paths_defs or (d.path, d.qualname) in seen_paths_defs:
@@ -249,6 +272,8 @@ def gather_context(
                 continue  # another test's ``foo``: same name, nothing to do with this line
             if d.path not in known and d.kind in _VARIABLES:
                 continue  # ``result = ...`` in an example script nothing here imports: another ``result``
+            if in_code is not None and d.name not in in_code:
+                continue  # a word of a docstring or comment near the cursor, not a name its code uses
             seen_paths_defs.add((d.path, d.qualname))
             shown = definition_chunk(d, classes, members, source)
             offer(ContextChunk(d.path, shown, f"defines {d.name}, used near the cursor"), _DEFINES)

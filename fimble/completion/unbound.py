@@ -20,7 +20,7 @@ from typing import Any
 from fimble.completion.outlines import definition_chunk
 from fimble.completion.skeletons import Source
 
-__all__ = ["bound_names", "import_rows", "unbound_definitions", "unbound_names"]
+__all__ = ["bound_names", "code_only", "import_rows", "unbound_definitions", "unbound_names"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,12 @@ _PARAMS = re.compile(r"\bdef\s+\w+\s*\(((?:[^()]|\([^()]*\))*)\)|\blambda\b([^:]
 _PARAM = re.compile(r"(?:^|,)\s*\*{0,2}([A-Za-z_]\w*)")
 _STRINGS = re.compile(r"(\"\"\"|''')[\s\S]*?\1|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|#[^\n]*")
 _USE = re.compile(r"(?<![.\w])([A-Za-z_][A-Za-z0-9_]{2,})\b(?!\s*=[^=])")
+
+
+def code_only(text: str) -> str:
+    """``text`` with Python strings and comments blanked, line for line (a docstring's words are
+    prose, not names the code uses; line numbers stay those of ``text``)."""
+    return _STRINGS.sub(lambda m: "\n" * m.group(0).count("\n"), text)
 
 
 def unbound_names(body: str, bound: set[str], limit: int = 12) -> list[str]:

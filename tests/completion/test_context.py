@@ -102,7 +102,7 @@ def index() -> FakeIndex:
 
 
 def test_order_and_reasons() -> None:
-    chunks = gather_context(index(), "app.py", "from util.dates import parse\nx = parse(s)\n", 1)
+    chunks = gather_context(index(), "app.py", "from util.dates import parse\nx = parse(s, User)\n", 1)
     assert [c.path for c in chunks] == ["util/dates.py", "models.py", "other.py"]
     assert chunks[0].reason == "imported: parse"
     assert "def parse(s: str) -> date:" in chunks[0].text and "def other" not in chunks[0].text
@@ -218,6 +218,22 @@ def test_variables_of_files_the_imports_reach_are_kept() -> None:
     idx.near = Near((week,))
     chunks = gather_context(idx, "app.py", "x = 1\ny = week\n", 1)
     assert "defines week, used near the cursor" in [c.reason for c in chunks]
+
+
+def test_names_only_in_docstrings_or_comments_near_the_cursor_define_nothing() -> None:
+    idx = index()
+    prop = Def("wrappers.py", "blueprints", kind="method", signature="def blueprints(self) -> list[str]:")
+    short = Def("globals.py", "g", kind="variable", qualname="g", signature="g = LocalProxy()")
+    idx.other_imports["util/dates.py"] = [Imp(("globals.py",), ("g",))]  # reachable, two hops
+    idx.outlines["globals.py"] = [short]
+    idx.near = Near((prop, short))
+    text = 'def iter_blueprints(self):\n    """Iterates over all blueprints."""\n    g.x = 1  # blueprints\n'
+    reasons = [c.reason for c in gather_context(idx, "app.py", text, 2)]
+    assert "defines g, used near the cursor" in reasons  # code, however short the name
+    assert not any("defines blueprints" in r for r in reasons)  # prose only
+    # Not Python: every word near the cursor counts, as the index found them.
+    reasons = [c.reason for c in gather_context(idx, "app.js", text, 2)]
+    assert "defines blueprints, used near the cursor" in reasons
 
 
 def test_similar_code_comes_from_files_of_the_cursor_language() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fimble.completion.unbound import import_rows, unbound_definitions, unbound_names
+from fimble.completion.unbound import code_only, import_rows, unbound_definitions, unbound_names
 
 
 def test_unbound_names_skip_parameters_locals_and_strings_but_not_call_arguments() -> None:
@@ -15,6 +15,14 @@ def test_unbound_names_skip_parameters_locals_and_strings_but_not_call_arguments
         "    return a + b + args + kw + total + Bar\n"
     )
     assert unbound_names(body, {"pytest"}) == ["Foo", "Result", "MissingError", "zed", "Bar"]
+
+
+def test_code_only_blanks_strings_and_comments_line_for_line() -> None:
+    text = 'def f():\n    """All\n    blueprints."""\n    x = "name"  # note\n    return x\n'
+    out = code_only(text)
+    assert out.count("\n") == text.count("\n")
+    assert "blueprints" not in out and "name" not in out and "note" not in out
+    assert out.split("\n")[4] == "    return x"
 
 
 def test_import_rows_cover_a_parenthesised_name_list() -> None:
