@@ -132,17 +132,36 @@ def init_worker(config: WorkerConfig, nice: int = 10, parent: int | None = None)
 def _exit_with_parent(parent: int, poll: float = 0.5) -> None:
     """A parent killed by SIGKILL cannot shut its pool down, and the workers would wait forever on a
     queue whose other end their siblings keep open: watch the parent and exit when it is gone (it
-    may already be, if it died while this process was starting)."""
-    if os.getppid() != parent:
+    may already be, if it died while this process was starting). The parent is watched by pid: a
+    worker forked by the forkserver has the forkserver, not the indexing process, as its OS parent."""
+    if not _alive(parent):
         os._exit(0)
 
     def watch() -> None:
         while True:
             time.sleep(poll)
-            if os.getppid() != parent:
+            if not _alive(parent):
                 os._exit(0)
 
     threading.Thread(target=watch, name="fimble-parent-watch", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs: a zombie (killed, not yet reaped by its own parent) does
+    not count. Cheap while ``pid`` is this process's parent (a spawned worker)."""
+    if os.getppid() == pid:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else (cannot be our parent's pid reused by us)
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True  # no /proc (macOS): os.kill found it
 
 
 def analyze_group(tasks: list[Task]) -> list[Result]:

@@ -118,7 +118,8 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 def _assert_no_orphaned_workers() -> None:
-    """Pool workers of a SIGKILLed parent must not linger (they watch their parent)."""
+    """Pool workers of a SIGKILLed parent must not linger (they watch their parent), nor the
+    forkserver they were forked from (it leaves when the last of them has)."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         orphans = []
@@ -130,7 +131,8 @@ def _assert_no_orphaned_workers() -> None:
                 cmdline = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
-            if stat[1] == "1" and b"spawn_main" in cmdline and str(ROOT).encode() in cmdline:
+            pool_process = b"spawn_main" in cmdline or b"multiprocessing.forkserver" in cmdline
+            if stat[1] == "1" and pool_process and str(ROOT).encode() in cmdline:
                 orphans.append(entry.name)
         if not orphans:
             return
