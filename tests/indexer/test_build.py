@@ -198,3 +198,44 @@ def test_pool_groups_keep_a_language_together_biggest_first() -> None:
         ["n.md"],
     ]
     assert [size for _, size in groups] == [900_000, 70_000, 70_000, 10]
+
+
+class _Collect:
+    """Stands in for the committer and the progress tracker of one pass."""
+
+    def __init__(self) -> None:
+        self.results: list = []
+        self.files = 0
+
+    def add(self, result) -> None:
+        self.results.append(result)
+
+    def advance(self, files: int, nbytes: int) -> None:
+        self.files += files
+
+
+def test_tail_groups_are_analysed_here_while_the_pool_starts(workspace: Path) -> None:
+    """While the first submission waits for its worker to exist, the writer thread analyses the
+    smallest groups, from the end of the queue; the first group goes to the pool."""
+    from concurrent.futures import Future
+
+    from fimble.indexer.build import _start_pool
+    from fimble.indexer.gate import Gate
+    from fimble.indexer.worker import FileDoc, Task
+
+    class SlowPool:
+        def submit(self, fn, tasks):
+            while sink.files < 3:  # a worker that takes a while to exist
+                time.sleep(0.01)
+            self.tasks = tasks
+            return Future()
+
+    paths = sorted(p for p in workspace.rglob("*.py") if p.is_file())[:4]
+    groups = [([Task(p.name, str(p), None)], p.stat().st_size) for p in paths]
+    sink = _Collect()
+    pool = SlowPool()
+    future = _start_pool(pool, groups, IndexConfig(workers=2), sink, Gate(), threading.Event(), sink)
+    assert isinstance(future, Future) and [t.rel for t in pool.tasks] == [paths[0].name]
+    assert len(groups) == 1 and sink.files == 3
+    assert [r.rel for r in sink.results] == [p.name for p in reversed(paths[1:])]
+    assert all(isinstance(r, FileDoc) for r in sink.results)
