@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from fimble.completion.unbound import code_only, import_rows, unbound_definitions, unbound_names
+from fimble.indexer.types import Definition, Span
 
 
 def test_unbound_names_skip_parameters_locals_and_strings_but_not_call_arguments() -> None:
@@ -30,38 +29,30 @@ def test_import_rows_cover_a_parenthesised_name_list() -> None:
     assert import_rows(lines) == {0, 1, 2, 3, 4, 6}
 
 
-@dataclass(frozen=True)
-class _Def:
-    path: str
-    name: str
-    kind: str = "function"
-    scope: str = ""
-    signature: str = ""
-    doc: str = ""
-
-    @property
-    def qualname(self) -> str:
-        return self.name
+def _def(path: str, name: str, kind: str = "function", scope: str = "", signature: str = "") -> Definition:
+    """The indexer's own record, as ``definitions`` returns it."""
+    qualname = f"{scope}.{name}" if scope else name
+    return Definition(path, "python", kind, name, qualname, scope, Span(0, 0, 0, 0), signature, "")
 
 
 class _Index:
-    def __init__(self, defs: list[_Def]) -> None:
+    def __init__(self, defs: list[Definition]) -> None:
         self.defs = defs
 
-    def definitions(self, name: str, limit: int = 50) -> list[_Def]:
+    def definitions(self, name: str, limit: int = 50) -> list[Definition]:
         return [d for d in self.defs if d.name == name][:limit]
 
-    def file_outline(self, path: str) -> list[_Def]:
+    def file_outline(self, path: str) -> list[Definition]:
         return [d for d in self.defs if d.path == path]
 
 
 def test_only_names_defined_once_elsewhere_at_top_level_are_shown() -> None:
     index = _Index([
-        _Def("log.py", "logger", "variable", signature="logger = get()"),
-        _Def("a.py", "helper", signature="def helper():"),
-        _Def("b.py", "helper", signature="def helper(x):"),  # two files: ambiguous
-        _Def("app.py", "local", signature="def local():"),  # the current file
-        _Def("m.py", "method", scope="C", signature="def method(self):"),
+        _def("log.py", "logger", "variable", signature="logger = get()"),
+        _def("a.py", "helper", signature="def helper():"),
+        _def("b.py", "helper", signature="def helper(x):"),  # two files: ambiguous
+        _def("app.py", "local", signature="def local():"),  # the current file
+        _def("m.py", "method", scope="C", signature="def method(self):"),
     ])
     seen: set[tuple[str, str]] = set()
     found = unbound_definitions(index, "app.py", ["logger", "helper", "local", "method", "nothing"], seen)
