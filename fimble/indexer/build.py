@@ -58,12 +58,14 @@ _PRELOAD = ("__main__", "fimble.indexer.worker", "fimble.indexer.parse", "fimble
 
 def pool_context() -> BaseContext:
     """Where pool workers come from: forked by multiprocessing's forkserver, which imports what a
-    worker needs (numpy, tree-sitter, this package, and ``__main__``, which every child would
-    otherwise import again as ``__mp_main__``) once, so each worker starts in milliseconds instead
-    of the ~0.2 s of CPU a spawned one spends importing. The forkserver is a fresh interpreter that
-    runs no threads, so forking it is safe even in the language server, whose process runs
-    llama.cpp's threads (forking that process itself is not). It stays up until this process exits,
-    so later passes pay nothing. Where there is no forkserver (Windows), workers are spawned."""
+    worker needs (numpy, tree-sitter, this package) once, so each worker starts in milliseconds
+    instead of the ~0.2 s of CPU a spawned one spends importing. (``__main__`` is asked for too, but
+    Python 3.11's forkserver never receives the main script's path, so each worker still imports a
+    script run as ``fimble`` again as ``__mp_main__``; ``python -m fimble`` is exempt.) The
+    forkserver is a fresh interpreter that runs no threads, so forking it is safe even in the
+    language server, whose process runs llama.cpp's threads (forking that process itself is not).
+    It stays up until this process exits, so later passes pay nothing. Where there is no
+    forkserver (Windows), workers are spawned."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
