@@ -180,11 +180,7 @@ def analyze_path(task: Task, config: WorkerConfig) -> Result:
             st = os.fstat(fh.fileno())
             if st.st_size > config.max_file_bytes:
                 return Skip(task.rel, "too large", st.st_size, st.st_mtime_ns)
-            # Sized by the stat: read(n) allocates n bytes up front, and a 1 MiB buffer per file
-            # costs more than reading it. A file that grew since is read on, up to the limit.
-            data = fh.read(min(st.st_size, config.max_file_bytes) + 1)
-            if len(data) > st.st_size:
-                data += fh.read(config.max_file_bytes + 1 - len(data))
+            data = fh.read(config.max_file_bytes + 1)
     except FileNotFoundError:
         return Skip(task.rel, "gone")
     except OSError as err:
