@@ -9,12 +9,11 @@ from __future__ import annotations
 import html
 import json
 import math
-import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fimble.evaluation.metrics import summarize
+from fimble.evaluation.metrics import percentile, summarize
 
 __all__ = [
     "GROUPS",
@@ -101,7 +100,7 @@ def recommend(
 
     def typing_p50(cond: str) -> float:
         ms = [typing_latency_ms(r, speeds[r["model"]]) for r in rows if condition(r) == cond]
-        return _median(ms)
+        return percentile(ms, 50)
 
     typing = {c: typing_p50(c) for c in summaries}
     fits = [c for c in summaries if typing[c] <= target_ms]
@@ -114,8 +113,8 @@ def recommend(
     model = summaries[best]["model"]
     speed = speeds[model]
     mine = [r for r in rows if condition(r) == best]
-    prompt = _median([r["prompt_tokens"] for r in mine])
-    base = _median([r["prompt_tokens"] - r["context_tokens"] for r in rows if r["model"] == model])
+    prompt = percentile([r["prompt_tokens"] for r in mine], 50)
+    base = percentile([r["prompt_tokens"] - r["context_tokens"] for r in rows if r["model"] == model], 50)
     budget = max(0, int((speed * warmup_s - base) // 128 * 128)) if speed else 0
     warm_s = prompt / speed if speed else math.inf
     g = summaries[best]["groups"]
@@ -138,10 +137,6 @@ def recommend(
         "target_ms": target_ms,
         "text": text,
     }
-
-
-def _median(values: Sequence[float]) -> float:
-    return statistics.median(values) if values else math.inf
 
 
 def build_report(rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
