@@ -98,6 +98,18 @@ def _pick_lines(rng: random.Random, text: str, n: int) -> list[int]:
     return sorted(rng.sample(candidates, n))
 
 
+def _next_lines(text: str, first: int, n: int) -> list[int]:
+    """``first`` and the ``n - 1`` lines with code that follow it (``--back-to next``)."""
+    lines = text.split("\n")
+    out = [first]
+    i = first
+    while len(out) < n and i + 1 < len(lines):
+        i += 1
+        if len(lines[i].strip()) >= 8 and not lines[i].strip().startswith("#"):
+            out.append(i)
+    return out
+
+
 def _pct(values: list[float], q: float) -> float | None:
     if not values:
         return None
@@ -332,6 +344,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     files = [root / f for f in FILES[: args.files]]
     texts = {f: f.read_text() for f in files}
     picks = {f: _pick_lines(rng, texts[f], args.lines_per_file) for f in files}
+    if args.back_to == "next":  # the same first lines (same draws), then the lines after them
+        picks = {f: _next_lines(texts[f], p[0], args.lines_per_file) for f, p in picks.items()}
     options = {"maxTokens": args.max_tokens}
     keys: list[dict[str, Any]] = []
     firsts: list[dict[str, Any]] = []
@@ -417,7 +431,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "model": args.model,
         "source": args.pypi,
         "files": [str(f.relative_to(root)) for f in files],
-        "settings": {**options, "pace_ms": args.pace_ms, "think_ms": args.think_ms},
+        "settings": {
+            **options,
+            "pace_ms": args.pace_ms,
+            "think_ms": args.think_ms,
+            "back_to": args.back_to,
+            "rss_keystrokes": args.rss_keystrokes,
+        },
         "server_load_s": round(load_s, 1),
         "typing": main_phase,
         "first_request": firsts,
@@ -454,6 +474,12 @@ def main() -> None:
         type=int,
         default=1000,
         help="pause after the cursor arrives at a new line (didFocus sent) before typing; 0: neither",
+    )
+    parser.add_argument(
+        "--back-to",
+        choices=("random", "next"),
+        default="random",
+        help="later lines of a file: random ones, or the line after the one typed there before",
     )
     parser.add_argument("--rss-keystrokes", type=int, default=2000)
     parser.add_argument("--restart-keystrokes", type=int, default=20)
