@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["Resolver", "Use", "classify", "code_uses"]
+__all__ = ["Resolver", "Use", "classify", "code_uses", "not_named_above"]
 
 _COMMON = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {"self", "cls"}
 # ``x.get``, ``x.pop``, ``x.close``: the methods of builtin types and files are called on dicts, lists
@@ -143,3 +143,12 @@ class Resolver:
 def classify(uses: Iterable[Use], resolver: Resolver) -> list[str]:
     """The names among ``uses`` that resolve to another workspace file, in order, each once."""
     return list(dict.fromkeys(u.name for u in uses if resolver.is_cross_file(u)))
+
+
+def not_named_above(names: Iterable[str], above: str) -> list[str]:
+    """The ``names`` that the text above the cursor never spells out (as a whole word).
+
+    A cross-file line whose names all appear above the cursor can be completed by copying from the
+    file itself, so repository context has little to add there; the lines that use a name the file
+    has not shown yet are the ones only context can help with (CrossCodeEval keeps only those)."""
+    return [n for n in names if not re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", above)]

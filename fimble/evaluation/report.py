@@ -25,7 +25,9 @@ __all__ = [
     "write_report",
 ]
 
-GROUPS = ("all", "cross_file", "other", "line_start", "mid_line")
+# ``cross_file_unseen``: cross-file lines using a name the file does not show above the cursor, the
+# lines only repository context can help with (a subset of ``cross_file``).
+GROUPS = ("all", "cross_file", "cross_file_unseen", "other", "line_start", "mid_line")
 _PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#ff9da6", "#9d755d")
 
 
@@ -38,6 +40,8 @@ def _in_group(row: dict[str, Any], group: str) -> bool:
         return True
     if group == "cross_file":
         return bool(row["cross_file"])
+    if group == "cross_file_unseen":
+        return bool(row.get("cross_file_unseen"))
     if group == "other":
         return not row["cross_file"]
     return bool(row["kind"] == group)
@@ -160,7 +164,7 @@ def _context_effect(summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str,
         if on is None or off is None:
             continue
         per: dict[str, Any] = {}
-        for group in ("all", "cross_file", "other"):
+        for group in ("all", "cross_file", "cross_file_unseen", "other"):
             a, b = off["groups"][group]["exact_match"], on["groups"][group]["exact_match"]
             rel = None if a in (None, 0) or b is None else round((b - a) / a, 3)
             per[group] = {"without": a, "with": b, "relative_change": rel}
@@ -294,7 +298,7 @@ def render_html(report: dict[str, Any], *, max_rows: int = 300) -> str:
                 f"<td>{g['tokens_evaluated_mean']:.0f}</td><td>{g['prompt_tokens_mean']:.0f}</td></tr>"
             )
     parts.append("</table>")
-    labels = ["all", "cross-file", "other", "line start", "mid-line"]
+    labels = ["all", "cross-file", "not above", "other", "line start", "mid-line"]
 
     def series(metric: str) -> dict[str, list[float | None]]:
         return {c: [summaries[c]["groups"][g][metric] for g in GROUPS] for c in conds}
@@ -315,6 +319,8 @@ def render_html(report: dict[str, Any], *, max_rows: int = 300) -> str:
     for r in rows[:max_rows]:
         chunks = "; ".join(f"{c['path']} ({c['reason']})" for c in r["chunks"])
         kind = r["kind"] + (" · cross-file: " + ", ".join(r["cross_file_names"]) if r["cross_file"] else "")
+        if r.get("cross_file_unseen"):
+            kind += " (not above: " + ", ".join(r["cross_file_unseen"]) + ")"
         parts.append(
             f"<tr class='{'ok' if r['exact'] else ''}'><td class='l'>{e(r['id'])}</td>"
             f"<td class='l'>{e(condition(r))}</td><td class='l'>{e(kind)}</td>"

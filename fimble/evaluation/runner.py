@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from fimble.completion.fim import PREFIX_TOKENS, SUFFIX_TOKENS
 from fimble.completion.report import generation_stats
-from fimble.evaluation.crossfile import Resolver, classify, code_uses
+from fimble.evaluation.crossfile import Resolver, classify, code_uses, not_named_above
 from fimble.evaluation.metrics import first_line, score
 from fimble.evaluation.samples import Sample, choose_samples, mask
 
@@ -183,6 +183,7 @@ def _row(p: Prepared, model: str, with_context: bool, result: Any, elapsed_ms: f
         "kind": s.kind,
         "cross_file": bool(s.cross_file),
         "cross_file_names": list(s.cross_file),
+        "cross_file_unseen": not_named_above(s.cross_file, p.text[: p.offset]),
         "model": model,
         "context": with_context,
         "truth": s.truth,

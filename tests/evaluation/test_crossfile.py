@@ -3,7 +3,7 @@ happens to define something of that name."""
 
 from __future__ import annotations
 
-from fimble.evaluation.crossfile import Resolver, Use, classify, code_uses
+from fimble.evaluation.crossfile import Resolver, Use, classify, code_uses, not_named_above
 
 
 def _names(line: str, column: int = 0) -> list[str]:
@@ -66,3 +66,9 @@ def test_methods_of_builtin_types_are_not_counted_on_attributes() -> None:
     assert classify(code_uses('rv = client.get("/")'), r) == []
     assert classify(code_uses("w = recwarn.pop()"), r) == []
     assert classify(code_uses('@bp.route("/")'), r) == ["route"]
+
+
+def test_names_not_spelled_out_above_the_cursor_are_the_unseen_ones() -> None:
+    above = "from .app import Flask\napp = Flask(__name__)\napp.config_class  # no\nx = app."
+    assert not_named_above(["Flask", "config", "route"], above) == ["config", "route"]
+    assert not_named_above([], above) == []

@@ -33,6 +33,7 @@ def test_eval_writes_json_and_html_for_a_tiny_sdist(tmp_path: Path) -> None:
     rows = report["samples"]
     assert len(rows) == 6 and {r["context"] for r in rows} == {False, True}
     assert any(r["cross_file"] for r in rows)  # tomli's modules import each other
+    assert all(set(r["cross_file_unseen"]) <= set(r["cross_file_names"]) for r in rows)
     for r in rows:
         assert r["truth"].strip() and r["tokens_evaluated"] >= 0 and r["prompt_tokens"] > 0
         if not r["context"]:

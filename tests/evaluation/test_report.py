@@ -42,6 +42,20 @@ def test_summaries_and_context_effect() -> None:
     assert effect["other"]["relative_change"] == 0.0
 
 
+def test_cross_file_lines_whose_names_the_file_has_not_shown_are_their_own_group() -> None:
+    rows = [
+        row("m", False, True, True, 500), row("m", True, True, True, 500),
+        row("m", False, True, False, 600, cross_file_unseen=["Thing"]),
+        row("m", True, True, True, 600, cross_file_unseen=["Thing"]),
+    ]
+    report = build_report(rows, {"source": "test"})
+    groups = report["summaries"]["m · context"]["groups"]
+    assert groups["cross_file"]["n"] == 2 and groups["cross_file_unseen"]["n"] == 1
+    effect = report["context_effect"]["m"]["cross_file_unseen"]
+    assert effect == {"without": 0.0, "with": 1.0, "relative_change": None}
+    assert "not above: Thing" in render_html(report)
+
+
 def test_recommendation_prefers_best_setting_within_the_latency_target() -> None:
     report = build_report(ROWS, {})
     rec = report["recommendation"]
