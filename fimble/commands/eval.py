@@ -40,6 +40,12 @@ def _models(model: tuple[str, ...], models: str | None) -> tuple[str, ...]:
     type=click.FloatRange(0, 1),
     help="Share of samples drawn from lines that use a symbol defined in another file.",
 )
+@click.option(
+    "--cross-unseen",
+    is_flag=True,
+    help="Count a line as cross-file only when the file does not name that symbol above the cursor "
+    "(CrossCodeEval's rule: the lines only repository context can help with).",
+)
 @click.option("--max-tokens", default=48, show_default=True, type=click.IntRange(1, 512))
 @click.option("--prefix-tokens", default=None, type=click.IntRange(16), help="File-before-cursor budget.")
 @click.option("--suffix-tokens", default=None, type=click.IntRange(0), help="File-after-cursor budget.")
@@ -61,6 +67,7 @@ def eval_command(
     models: str | None,
     context: str,
     cross_share: float,
+    cross_unseen: bool,
     max_tokens: int,
     prefix_tokens: int | None,
     suffix_tokens: int | None,
@@ -97,6 +104,7 @@ def eval_command(
         suffix_budget=suffix_tokens if suffix_tokens is not None else SUFFIX_TOKENS,
         threads=threads,
         cross_share=cross_share,
+        cross_unseen=cross_unseen,
     )
     report, (json_path, html_path) = evaluate(config, repo=repo, pypi=pypi, out=out)
     for cond, s in report["summaries"].items():

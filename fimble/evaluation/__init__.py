@@ -95,6 +95,8 @@ def evaluate(
         "prefix_budget": config.prefix_budget,
         "suffix_budget": config.suffix_budget,
         "max_tokens": config.max_tokens,
+        "cross_share": config.cross_share,
+        "cross_unseen": config.cross_unseen,
         "machine": machine_info(config.threads),
         "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(started)),
         "seconds": round(time.time() - started, 1),

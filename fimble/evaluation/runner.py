@@ -44,6 +44,7 @@ class EvalConfig:
     suffix_budget: int = SUFFIX_TOKENS
     threads: int = 0
     cross_share: float = 0.5
+    cross_unseen: bool = False  # a line is cross-file only for names the file does not show above it
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,11 @@ def prepare(
     def cross(s: Sample) -> list[str]:
         if s.path not in resolvers:
             resolvers[s.path] = make_resolver(s.path)
-        return cross_file_names(texts[s.path].split("\n")[s.line], s.column, resolvers[s.path])
+        lines = texts[s.path].split("\n")
+        names = cross_file_names(lines[s.line], s.column, resolvers[s.path])
+        if config.cross_unseen:  # CrossCodeEval's rule: only names the file cannot show the model
+            names = not_named_above(names, "\n".join([*lines[: s.line], lines[s.line][: s.column]]))
+        return names
 
     make_resolver = _resolver_factory(index, texts)
     samples = choose_samples(

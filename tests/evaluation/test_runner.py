@@ -65,3 +65,16 @@ def test_prepare_hides_the_line_marks_cross_file_and_restores(repo: Path) -> Non
         assert {i.names for i in index.imports_of("app.py")} == {("circle_area", "rectangle_area")}
     finally:
         index.close()
+
+
+def test_cross_unseen_keeps_only_names_the_file_has_not_shown_above(repo: Path) -> None:
+    files = source_files(repo)
+    index = open_index(repo)
+    try:
+        every = prepare(index, files, EvalConfig(samples=8, seed=0, cross_share=1.0))
+        unseen = prepare(index, files, EvalConfig(samples=8, seed=0, cross_share=1.0, cross_unseen=True))
+    finally:
+        index.close()
+    # ``house`` calls the two functions the import line above it names: cross-file, but not unseen
+    assert any(p.sample.cross_file and p.sample.line > 1 for p in every)
+    assert not any(p.sample.cross_file and p.sample.line > 1 for p in unseen)
