@@ -128,6 +128,9 @@ class PromptPart:
 @dataclass(frozen=True)
 class FimPrompt:
     parts: tuple[PromptPart, ...]
+    # The file line the prefix starts at (``build_prompt``): asking for the same start again
+    # (``prefix_start``) keeps the prompt's head, and so its KV, the same further down the file.
+    prefix_line: int = 0
 
     @property
     def tokens(self) -> list[int]:
@@ -155,12 +158,17 @@ class FimPrompt:
 _ANCHOR_LINES = 16
 
 
-def _keep_tail_lines(tokenize: Tokenize, text: str, budget: int) -> list[int]:
-    """The last whole lines of ``text`` that fit ``budget`` tokens, starting at an anchor line.
+def _keep_tail_lines(
+    tokenize: Tokenize, text: str, budget: int, start_at: int | None = None
+) -> tuple[int, list[int]]:
+    """The last whole lines of ``text`` that fit ``budget`` tokens, starting at an anchor line;
+    returns the first kept line's index and the tokens.
 
     Lines are measured from the end one at a time, so a large file costs only the lines that fit,
     never a tokenization of the whole file. Cutting at line starts, in steps of ``_ANCHOR_LINES``,
-    keeps the kept text identical while the user types further down.
+    keeps the kept text identical while the user types further down. ``start_at``, when its lines
+    fit, is taken as it is: the start of an earlier prompt whose KV is kept (a small first prompt's,
+    whose few lines would otherwise move their anchor one line at a time).
     """
     lines = text.splitlines(keepends=True)
     start, used = len(lines), 0
@@ -170,10 +178,12 @@ def _keep_tail_lines(tokenize: Tokenize, text: str, budget: int) -> list[int]:
             break
         used += n
         start -= 1
-    if start > 0:  # round up to an anchor, giving up at most a quarter of what fits
+    if start_at is not None and start <= start_at <= len(lines):
+        start = start_at
+    elif start > 0:  # round up to an anchor, giving up at most a quarter of what fits
         step = max(1, min(_ANCHOR_LINES, (len(lines) - start) // 4))
         start = -(-start // step) * step
-    return tokenize("".join(lines[start:]))
+    return start, tokenize("".join(lines[start:]))
 
 
 def _keep_head_lines(tokenize: Tokenize, text: str, budget: int) -> list[int]:
@@ -201,6 +211,7 @@ def build_prompt(
     prefix_budget: int = PREFIX_TOKENS,
     suffix_budget: int = SUFFIX_TOKENS,
     context_budget: int = CONTEXT_TOKENS,
+    prefix_start: int | None = None,
 ) -> FimPrompt:
     """Assemble a FIM prompt, most stable part first.
 
@@ -210,7 +221,9 @@ def build_prompt(
     model attends most to what is nearest, as in its repo-level training, where the imported file
     comes just before its importer). Prefix and suffix are
     cut at line boundaries to their token budgets; the prefix keeps the cursor's line whole so that
-    its top edge stays put while the user types on that line.
+    its top edge stays put while the user types on that line. ``prefix_start`` asks for the prefix
+    to start at that line of the file (a previous prompt's ``prefix_line``) when the lines from it
+    fit ``prefix_budget``.
     """
     cut = prefix.rfind("\n") + 1
     head, line = prefix[:cut], prefix[cut:]
@@ -244,7 +257,8 @@ def build_prompt(
             used += len(body)
             plain.append(PromptPart("context", tuple(body), reason, file_path))
         parts.extend(reversed(plain))
-    prefix_tokens = _keep_tail_lines(tokenize, head, head_budget) + tokenize(line)
+    first_line, kept = _keep_tail_lines(tokenize, head, head_budget, prefix_start)
+    prefix_tokens = kept + tokenize(line)
     parts.append(PromptPart("prefix", (fim.prefix, *prefix_tokens), "file before the cursor"))
     parts.append(
         PromptPart(
@@ -254,4 +268,4 @@ def build_prompt(
         )
     )
     parts.append(PromptPart("middle", (fim.middle,), "generation starts here"))
-    return FimPrompt(tuple(parts))
+    return FimPrompt(tuple(parts), first_line)

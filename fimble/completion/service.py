@@ -98,7 +98,7 @@ def complete(
         prompt = warmer.choose(
             engine,
             prompt,
-            lambda prefix_budget, suffix_budget, context: build_prompt(
+            lambda prefix_budget, suffix_budget, context, start=None: build_prompt(
                 engine.tokenize,
                 engine.fim,
                 prefix,
@@ -107,6 +107,7 @@ def complete(
                 files=request.context_files if context else (),
                 prefix_budget=prefix_budget,
                 suffix_budget=suffix_budget,
+                prefix_start=start,
             ),
             prefix_budget=request.prefix_budget,
             suffix_budget=request.suffix_budget,

@@ -11,19 +11,24 @@ resumes. Once warm, requests use the full prompt again, at a few tokens each.
 
 Idle time is also when the stable head of the last full prompt (context + file prefix) is saved to
 the store, so that coming back to the file, or restarting the server, reads it back.
+
+A small prompt's head (path and the lines above the cursor) is kept too: saved when the engine leaves
+it, for the warm-up or another file, and its start line is remembered per file. Back in the file a few
+lines further down, the small prompt starts at that line again, so the saved head is read back and
+only the new lines, the suffix and the middle are evaluated, not the whole small prompt.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from fimble.completion.cancel import CancelToken
-from fimble.completion.fim import FimPrompt
+from fimble.completion.fim import PREFIX_TOKENS, FimPrompt
 from fimble.errors import Cancelled
 
 if TYPE_CHECKING:
@@ -38,6 +43,8 @@ _MEASURE_TOKENS = 96  # prompt tokens of the start-up speed measurement
 _SAVE_SLACK = 64  # a head differing from a saved one in fewer trailing tokens is not saved again
 _SMALL_SUFFIX = 32  # suffix tokens of a small first prompt
 _SMALL_GAIN = 64  # a small prompt must spare at least this many evaluations over the full one
+_SMALL_SLACK = 16  # a small head differing from a saved one in fewer trailing tokens is not saved again
+_STARTS_KEPT = 256  # files whose small prompt's start line is remembered
 _FACTORS = (1.0, 1.15, 1.3, 0.85, 0.7)  # prefix budgets tried for a cold full prompt (see ``choose``)
 
 
@@ -111,8 +118,13 @@ def _head_len(prompt: FimPrompt) -> int:
     return prompt.stable_len
 
 
-# (prefix budget, suffix budget, with repository context) -> the request's prompt with other budgets
-Rebuild = Callable[[int, int, bool], FimPrompt]
+class Rebuild(Protocol):
+    """The request's prompt with other budgets, with or without repository context, and with its
+    prefix starting at a given file line when those lines fit (``build_prompt``'s ``prefix_start``)."""
+
+    def __call__(
+        self, prefix_budget: int, suffix_budget: int, context: bool, start: int | None = None, /
+    ) -> FimPrompt: ...
 
 
 class Warmer:
@@ -125,6 +137,9 @@ class Warmer:
         self._head_start = 0  # where the file's own tokens begin in it (after context and path)
         self._measured = False  # the start-up speed measurement ran (first idle step)
         self._factors: dict[str, float] = {}  # per file: the prefix budget factor that matched last
+        self._small: list[int] = []  # the last small prompt's head, saved before the cache drops it
+        self._small_start = 0  # where the file's own tokens begin in it (after the path)
+        self._starts: dict[str, int] = {}  # per file: the line the last small prompt's prefix began at
         self.first_prompts = 0  # requests answered from a small prompt (for status and benchmarks)
         self.warmed_tokens = 0  # tokens evaluated while idle
 
@@ -164,15 +179,72 @@ class Warmer:
         self._head, self._head_start = tokens[:head], full.stable_len
         if cost <= threshold:
             self._target = None
+            self._leave_small(engine, full)
             return full
         suffix = min(_SMALL_SUFFIX, max(0, budget // 3))
-        small = rebuild(max(16, budget - suffix - 3), suffix, False)
-        if engine.evaluation_cost(small.tokens, small.stable_len) + _SMALL_GAIN >= cost:
+        small, small_cost = self._small_prompt(
+            engine, rebuild, max(16, budget - suffix - 3), suffix, prefix_budget, key
+        )
+        if small_cost + _SMALL_GAIN >= cost:
             self._target = None  # nearly warm (a few new lines): the small prompt would spare little
+            self._leave_small(engine, full)
             return full
         self._target = _Target(tokens, full.stable_len, head)
         self.first_prompts += 1
+        self._leave_small(engine, small)
+        self._small, self._small_start = small.tokens[: _head_len(small)], small.stable_len
+        if key is not None:
+            self._starts.pop(key, None)  # re-inserted last: the oldest file is forgotten first
+            self._starts[key] = small.prefix_line
+            if len(self._starts) > _STARTS_KEPT:
+                del self._starts[next(iter(self._starts))]
         return small
+
+    def _small_prompt(
+        self,
+        engine: Engine,
+        rebuild: Rebuild,
+        budget: int,
+        suffix: int,
+        prefix_budget: int,
+        key: str | None,
+    ) -> tuple[FimPrompt, int]:
+        """The small prompt sized to ``budget``, or the one starting where the file's last small
+        prompt did, when that costs less (its head is in the cache or the store); and its cost.
+
+        A few lines above the cursor make anchor steps of one line (``fim._keep_tail_lines``), so a
+        small prompt on the next line shares no token prefix with the last one: starting at the
+        same line instead, the prompt is longer, but its head is read back rather than evaluated.
+        """
+        small = rebuild(budget, suffix, False)
+        cost = engine.evaluation_cost(small.tokens, small.stable_len)
+        start = self._starts.get(key) if key is not None else None
+        if start is None or start == small.prefix_line:
+            return small, cost
+        kept = rebuild(max(budget, prefix_budget or PREFIX_TOKENS), suffix, False, start)
+        if kept.prefix_line != start:  # the lines from there no longer fit
+            return small, cost
+        kept_cost = engine.evaluation_cost(kept.tokens, kept.stable_len)
+        return (kept, kept_cost) if kept_cost < cost else (small, cost)
+
+    def _leave_small(self, engine: Engine, prompt: FimPrompt) -> None:
+        """Before ``prompt`` overwrites the cache: save the last small prompt's head unless
+        ``prompt`` goes on from it (the next keystroke in the same place)."""
+        head = self._small
+        if head and _common(prompt.tokens, head) < len(head) - _SMALL_SLACK:
+            self._save_small(engine, wait=False)
+
+    def _save_small(self, engine: Engine, *, wait: bool) -> None:
+        """Save the last small prompt's head if the cache still holds it (once: it is then forgotten).
+
+        ``file_start`` is where its file text begins (after the path): an older head of the same
+        place is replaced, while a full prompt's head (repository context first) shares too little
+        with it to be, and a head it is a prefix of makes it ``covered`` (not saved)."""
+        head, self._small = self._small, []
+        if engine.store is None or current_config().kv_state_mb <= 0:
+            return
+        if _starts_with(engine.cached_tokens, head):
+            engine.save_state(len(head), wait=wait, slack=_SMALL_SLACK, file_start=self._small_start)
 
     def _aligned(
         self,
@@ -254,6 +326,10 @@ class Warmer:
         return False
 
     def _warm_step(self, engine: Engine, target: _Target, cancel: CancelToken) -> bool:
+        if self._small:
+            # Warming overwrites the small prompt's cache: keep its head first, written before the
+            # next keystroke looks for it (a few MB, a few ms).
+            self._save_small(engine, wait=True)
         done = _common(engine.cached_tokens, target.tokens)
         store = engine.store
         hit = store.match(target.tokens) if store is not None else None

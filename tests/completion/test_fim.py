@@ -142,6 +142,25 @@ def test_prefix_top_moves_in_anchor_steps_not_on_every_new_line() -> None:
     assert all(t.startswith("l") for t in tops)
 
 
+def test_a_small_prompt_keeps_its_start_line_when_asked_further_down() -> None:
+    """A small prompt (few lines) moves its top one line per line typed; asking for the start of
+    the earlier prompt keeps its head, token for token, while those lines fit the budget."""
+    text = "".join(f"l{i:03d}\n" for i in range(300))
+
+    def prompt_at(line: int, budget: int, start: int | None = None):  # type: ignore[no-untyped-def]
+        return build_prompt(chars, QWEN, text[: 5 * line] + "x", "", prefix_budget=budget, prefix_start=start)
+
+    first = prompt_at(200, 30)
+    assert first.prefix_line == 195 and "".join(map(chr, first.parts[0].tokens[1:6])) == "l195\n"
+    assert prompt_at(201, 30).prefix_line != first.prefix_line  # the default moves with the cursor
+    later = prompt_at(203, 400, start=first.prefix_line)
+    assert later.prefix_line == 195
+    head = first.parts[0].tokens[:-1]  # the cursor's line ("x") is where they part
+    assert later.parts[0].tokens[: len(head)] == head
+    assert prompt_at(203, 30, start=195).prefix_line != 195  # does not fit: the budget decides
+    assert prompt_at(190, 30, start=195).prefix_line < 190  # below the cursor: ignored
+
+
 def test_suffix_budget_cuts_whole_lines_from_the_bottom() -> None:
     suffix = "".join(f"s{i}\n" for i in range(100))
     prompt = build_prompt(chars, QWEN, "x", suffix, suffix_budget=10)

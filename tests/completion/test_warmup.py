@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import pytest
 
 from fimble.completion import warmup
 from fimble.completion.cancel import CancelToken
 from fimble.completion.fim import FimPrompt, PromptPart
+from fimble.completion.kvstore import KVStore
 from fimble.completion.warmup import SpeedMeter, Warmer, WarmupConfig
 from fimble.errors import Cancelled
 
@@ -125,7 +127,7 @@ def test_a_cold_large_prompt_gets_a_small_one_and_warms_up_when_idle() -> None:
     assert engine.cached_tokens == tuple(full.tokens)
     assert steps >= len(full.tokens) // 128
     head = 400 + 1200
-    assert engine.saved == [head]  # context and prefix, not the suffix
+    assert engine.saved == [60, head]  # the small prompt's head, then context and prefix, not the suffix
     assert not warmer.pending
     # warm now: the next request in this place uses the full prompt
     assert warmer.choose(engine, full, rebuild) is full  # type: ignore[arg-type]
@@ -193,3 +195,90 @@ def test_a_shorter_cold_prompt_is_not_taken_for_a_warm_one() -> None:
     warmer.choose(engine, full, rebuild, prefix_budget=1536, suffix_budget=64, key="b.py")  # type: ignore[arg-type]
     assert warmer.pending and warmer._target is not None
     assert warmer._target.tokens == full.tokens  # the full prompt is what gets warmed, not a shorter one
+
+
+def _small(path: int, lines: Sequence[int], suffix: int, line: int, base: int = 80_000) -> FimPrompt:
+    """A small prompt: path, prefix lines starting at file line ``line`` (one token a line), suffix."""
+    return FimPrompt(
+        (
+            PromptPart("path", tuple(range(base, base + path))),
+            PromptPart("prefix", (5, *lines)),
+            PromptPart("suffix", tuple(range(base + 500, base + 500 + suffix))),
+            PromptPart("middle", (6,)),
+        ),
+        line,
+    )
+
+
+def test_the_next_line_starts_where_the_last_small_prompt_did_when_that_is_cheaper() -> None:
+    """Back a line further down: the default small prompt starts a line later and shares nothing;
+    the one starting at the remembered line extends the head the cache (or store) holds."""
+    engine, warmer = FakeEngine(), Warmer()
+    full = _prompt(400, 1200, 64)
+    file_lines = list(range(1000, 1200))  # token i+1000 is file line i
+    asked: list[int | None] = []
+
+    def rebuild_at(cursor: int):  # type: ignore[no-untyped-def]
+        def rebuild(
+            prefix_budget: int, suffix_budget: int, context: bool, start: int | None = None
+        ) -> FimPrompt:
+            if context:  # the full prompt with other budgets: as cold
+                return full
+            asked.append(start)
+            first = cursor - 60 if start is None else start
+            return _small(8, file_lines[first:cursor], suffix_budget, first)
+
+        return rebuild
+
+    first = warmer.choose(engine, full, rebuild_at(100), prefix_budget=1536, key="a.py")  # type: ignore[arg-type]
+    assert first.prefix_line == 40 and asked == [None]
+    engine.cached = list(first.tokens)  # answered
+    asked.clear()
+    again = warmer.choose(engine, full, rebuild_at(102), prefix_budget=1536, key="a.py")  # type: ignore[arg-type]
+    assert asked == [None, 40] and again.prefix_line == 40
+    assert engine.evaluation_cost(again.tokens) < 40  # two new lines, suffix and middle
+    assert engine.saved == []  # the same place: nothing to save
+    asked.clear()
+    other = warmer.choose(engine, full, rebuild_at(102), prefix_budget=1536, key="b.py")  # type: ignore[arg-type]
+    assert asked == [None] and other.prefix_line == 42  # another file: no remembered start
+
+
+def test_leaving_a_small_prompt_saves_its_head_once() -> None:
+    engine, warmer = FakeEngine(), Warmer()
+    full = _prompt(400, 1200, 64)
+    a = _small(8, range(1000, 1060), 32, 40)
+    warmer.choose(engine, full, lambda p, s, c, start=None: a, key="a.py")  # type: ignore[arg-type]
+    engine.cached = list(a.tokens)
+    # Another file's request, before any idle time: the head of a.py's small prompt is saved now.
+    b = _small(8, range(3000, 3060), 32, 40, base=90_000)
+    warmer.choose(engine, _prompt(400, 1200, 64, base=50_000), lambda p, s, c, start=None: b, key="b.py")  # type: ignore[arg-type]
+    assert engine.saved == [8 + 61]  # path, the prefix token and 60 lines; not the suffix
+    engine.cached = list(b.tokens)
+    warmer.idle(engine, CancelToken())  # type: ignore[arg-type]  # the speed measurement
+    warmer.idle(engine, CancelToken())  # type: ignore[arg-type]  # warming b.py's full prompt: b's head first
+    assert engine.saved == [69, 69]
+    warmer.idle(engine, CancelToken())  # type: ignore[arg-type]
+    assert engine.saved == [69, 69]  # once
+
+
+def test_a_small_head_does_not_replace_a_full_head_of_its_file(tmp_path: Path) -> None:
+    """``file_start`` of a small head is its path's end: an older head of the same place is
+    replaced; a full head of the file (repository context first) is not, and a head the small one
+    is a prefix of already covers it."""
+    store = KVStore(tmp_path)
+    repo, path = [1, 2, 3], list(range(100, 110))
+    full = repo + list(range(2000, 3000)) + path + [5, *range(1000, 1100)]  # context, path, 100 lines
+    store.save(full, b"f" * 64, file_start=len(full) - 101)
+    small_start = len(repo) + len(path)
+    small = repo + path + [5, *range(1060, 1100)]  # the last 40 lines
+    store.save(small, b"s" * 64, file_start=small_start)
+    assert len(store.entries()) == 2
+    edited = [*small[:-1], 7777]  # the same place, the cursor's line edited
+    store.save(edited, b"e" * 64, file_start=small_start)
+    assert sorted(e.n_tokens for e in store.entries()) == [len(edited), len(full)]
+    # No context: the full head starts with the path too; a small head starting at the same line
+    # and ending above it is covered (``Engine.save_state`` then saves nothing).
+    plain = repo + path + [5, *range(1000, 1100)]
+    store.save(plain, b"p" * 64, file_start=small_start)
+    assert store.covered(plain[:60], slack=16)
+    assert len(store.entries()) == 3

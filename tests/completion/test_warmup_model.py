@@ -61,12 +61,58 @@ def test_small_first_prompt_then_warm_full_prompt(tmp_path: Path, monkeypatch: p
         assert not engine.warmer.pending
         assert engine.warmer.warmed_tokens > 1000
         assert engine.store.flush(60)
-        assert len(engine.store.entries()) == 1  # the warmed head, saved once idle
+        # The small prompt's head, saved when warming began, and the warmed head, saved once idle.
+        sizes = sorted(e.n_tokens for e in engine.store.entries())
+        assert len(sizes) == 2 and sizes[0] < prompt_tokens < 1000 < sizes[1]
 
         prompt_tokens, evaluated, reused = ask(1501)  # the next line: warm now
         assert engine.warmer.first_prompts == 1
         assert prompt_tokens > 1000
         assert evaluated < 128 and reused == prompt_tokens - evaluated
+    finally:
+        completer.close()
+        warmup.configure(warmup.WarmupConfig())
+
+
+def test_back_at_the_next_line_after_a_switch_reads_the_small_head_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Type in one file, go to another, come back one line further down: the small prompt starts at
+    the line the last one did, its saved head is read back, and only the new line, the suffix and
+    the middle are evaluated."""
+    monkeypatch.setenv("FIMBLE_KV_STATE_DIR", str(tmp_path))
+    warmup.configure(warmup.WarmupConfig(first_ms=1600))
+
+    def load() -> Engine:
+        engine = Engine(model_path(SMALL))
+        attach_warmup(engine)
+        return engine
+
+    completer = Completer(load=load, prefetch=False)
+    try:
+        assert completer.wait_ready(300)
+        engine = completer.worker.engine
+        assert engine is not None and engine.warmer is not None and engine.store is not None
+        a = SOURCE.read_text()
+        b = (SOURCE.parent / "textwrap.py").read_text()
+
+        def ask(text: str, line: int, path: str) -> tuple[int, int, int]:
+            request = CompletionRequest(text=text, offset=_cursor(text, line), path=path, max_tokens=8)
+            gen = completer.submit(request, key=path).future.result(300).generation
+            return gen.prompt_tokens, gen.tokens_evaluated, gen.tokens_reused
+
+        first_tokens, first_evaluated, _ = ask(a, 1500, "argparse.py")
+        assert engine.warmer.first_prompts == 1 and first_evaluated == first_tokens  # small and cold
+        ask(b, 300, "textwrap.py")  # the engine leaves argparse.py (its full prompt never warmed)
+        assert engine.warmer.first_prompts == 2
+        assert engine.store.flush(60)
+        restored = engine.tokens_restored
+
+        prompt_tokens, evaluated, reused = ask(a, 1501, "argparse.py")
+        assert engine.warmer.first_prompts == 3  # still a small prompt, the region is not warm
+        assert engine.tokens_restored > restored  # argparse.py's small head, read back
+        assert prompt_tokens >= first_tokens  # from the same start line, one line longer
+        assert evaluated < 80 and reused == prompt_tokens - evaluated  # the new line, suffix, middle
     finally:
         completer.close()
         warmup.configure(warmup.WarmupConfig())
