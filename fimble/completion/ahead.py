@@ -104,6 +104,7 @@ class WorkAhead:
         def run(engine: Engine, cancel: CancelToken) -> None:
             if cancel.cancelled or not self._typeahead.shows(key, *base):
                 return
+            cancel.background = True  # a request stops even its short prompt evaluation
             more = complete(engine, follow, cancel)
             if more.stop_reason == "cancelled":
                 return

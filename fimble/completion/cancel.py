@@ -8,13 +8,18 @@ __all__ = ["CancelToken"]
 
 
 class CancelToken:
-    """Set once, read often: the engine checks it between tokens and from llama.cpp's abort callback."""
+    """Set once, read often: the engine checks it between tokens and from llama.cpp's abort callback.
 
-    __slots__ = ("_event", "reason")
+    ``background``: the work is for nobody waiting (a prefetch), so a cancel stops even a short
+    prompt evaluation, which the engine otherwise finishes (``EngineConfig.abort_min_tokens``).
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_event", "background", "reason")
+
+    def __init__(self, background: bool = False) -> None:
         self._event = threading.Event()
         self.reason = ""
+        self.background = background
 
     def cancel(self, reason: str = "cancelled") -> None:
         if not self._event.is_set():

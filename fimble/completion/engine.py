@@ -61,7 +61,7 @@ class EngineConfig:
     n_batch: int = 512
     threads: int = 0  # 0 = physical cores
     reuse_min_chunk: int = 8  # shortest cached run worth moving instead of evaluating; 0 = prefix only
-    abort_min_tokens: int = 64  # prompt evaluations shorter than this run to the end even when cancelled
+    abort_min_tokens: int = 64  # shorter prompt evaluations run to the end when cancelled (not background)
     restore_min_gain: int = 32  # load a saved state only when it spares evaluating at least this many tokens
     use_mmap: bool = True
     speculative: bool = True  # check prompt-lookup drafts in batches (same greedy output, fewer steps)
@@ -258,13 +258,15 @@ class Engine:
     def _decode_at(self, cells: Sequence[tuple[int, int]], logits: bool = True) -> None:
         """Evaluate (position, token) cells in increasing position order; logits for the last only.
 
-        The abort callback is armed only for long evaluations: aborting a few tokens saves nothing,
+        The abort callback is armed only for long evaluations: aborting a few tokens saves little,
         and llama.cpp drops every cell from the aborted batch's first position on, which would lose
-        the chunks just moved into place.
+        the chunks just moved into place. Background work (a prefetch) is the exception: nobody
+        waits for it, so a keystroke should not wait for its few dozen tokens (~10 ms each) either.
         """
         batch = self._batch
         step = self.config.n_batch
-        arm = len(cells) > self.config.abort_min_tokens
+        background = self._cancel is not None and self._cancel.background
+        arm = background or len(cells) > self.config.abort_min_tokens
         for start in range(0, len(cells), step):
             chunk = cells[start : start + step]
             for i, (pos, tok) in enumerate(chunk):

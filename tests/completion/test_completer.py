@@ -237,6 +237,7 @@ def test_prefetch_yields_to_any_request() -> None:
     engine.answer = "zz"
     job = completer.submit(CompletionRequest(text="q\n", offset=1), key="other")
     assert prefetch.cancel.cancelled
+    assert prefetch.cancel.background  # so the engine stops even a short prompt evaluation
     engine.step.release(10)
     assert job.future.result(5).text == "zz"
     assert completer.stats().prefetched == 0

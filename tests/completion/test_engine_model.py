@@ -138,6 +138,25 @@ def test_cancel_aborts_a_long_prompt_evaluation(small: Engine, caplog: pytest.Lo
     assert done.stop_reason != "cancelled"
 
 
+def test_a_cancelled_background_request_stops_even_a_short_prompt_evaluation(small: Engine) -> None:
+    """A keystroke's short prompt runs to the end when cancelled (its KV is what the next keystroke
+    reuses); a prefetch's is stopped, so the request that cancelled it does not wait for it."""
+    prompt = fim_prompt(small, "def add(a, b):\n    return ", "\n\nprint(add(1, 2))\n")
+    assert 8 < len(prompt) < small.config.abort_min_tokens
+    small.reset()
+    keystroke = CancelToken()
+    keystroke.cancel()
+    gen = small.generate(prompt, max_tokens=4, cancel=keystroke)
+    assert gen.stop_reason == "cancelled" and gen.tokens_evaluated == len(prompt)
+    small.reset()
+    prefetch = CancelToken(background=True)
+    prefetch.cancel()
+    gen = small.generate(prompt, max_tokens=4, cancel=prefetch)
+    assert gen.stop_reason == "cancelled" and gen.tokens_evaluated == 0
+    assert len(small.cached_tokens) < len(prompt)
+    assert small.generate(prompt, max_tokens=2).stop_reason != "cancelled"  # still usable
+
+
 @pytest.fixture(scope="module")
 def default() -> Iterator[Engine]:
     engine = Engine(model_path(DEFAULT), EngineConfig(n_ctx=4096))
