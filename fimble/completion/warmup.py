@@ -235,16 +235,19 @@ class Warmer:
             self._save_small(engine, wait=False)
 
     def _save_small(self, engine: Engine, *, wait: bool) -> None:
-        """Save the last small prompt's head if the cache still holds it (once: it is then forgotten).
+        """Save what the cache holds of the last small prompt's head (once: it is then forgotten).
 
+        Not always all of it: a prompt that was chosen but cancelled before it was evaluated (a
+        prefetch for the next line) leaves the cache holding the part it shares with the one before.
         ``file_start`` is where its file text begins (after the path): an older head of the same
         place is replaced, while a full prompt's head (repository context first) shares too little
         with it to be, and a head it is a prefix of makes it ``covered`` (not saved)."""
         head, self._small = self._small, []
         if engine.store is None or current_config().kv_state_mb <= 0:
             return
-        if _starts_with(engine.cached_tokens, head):
-            engine.save_state(len(head), wait=wait, slack=_SMALL_SLACK, file_start=self._small_start)
+        held = _common(engine.cached_tokens, head)
+        if held > self._small_start + _SMALL_SLACK:  # some of the file's lines, not just the path
+            engine.save_state(held, wait=wait, slack=_SMALL_SLACK, file_start=self._small_start)
 
     def _aligned(
         self,

@@ -282,3 +282,19 @@ def test_a_small_head_does_not_replace_a_full_head_of_its_file(tmp_path: Path) -
     store.save(plain, b"p" * 64, file_start=small_start)
     assert store.covered(plain[:60], slack=16)
     assert len(store.entries()) == 3
+
+
+def test_a_small_head_chosen_but_never_evaluated_saves_what_the_cache_holds() -> None:
+    """A prefetch for the next line extends the head, then is cancelled before its prompt is
+    evaluated: the cache holds the part it shared with the answered prompt, and that is saved."""
+    engine, warmer = FakeEngine(), Warmer()
+    full = _prompt(400, 1200, 64)
+    a = _small(8, range(1000, 1060), 32, 40)
+    warmer.choose(engine, full, lambda p, s, c, start=None: a, key="a.py")  # type: ignore[arg-type]
+    engine.cached = list(a.tokens)
+    ahead = _small(8, [*range(1000, 1059), 4242, 4243], 32, 40)  # the last line typed on
+    warmer.choose(engine, full, lambda p, s, c, start=None: ahead, key="a.py")  # type: ignore[arg-type]
+    assert engine.saved == []  # the same place
+    b = _small(8, range(3000, 3060), 32, 40, base=90_000)
+    warmer.choose(engine, _prompt(400, 1200, 64, base=50_000), lambda p, s, c, start=None: b, key="b.py")  # type: ignore[arg-type]
+    assert engine.saved == [8 + 1 + 59]  # path, prefix token, the 59 lines both share
