@@ -30,7 +30,7 @@ def regroup(path: Path) -> dict[str, int]:
             texts[r["path"]] = (root / r["path"]).read_text(encoding="utf-8").split("\n")
         lines = texts[r["path"]]
         assert lines[r["line"]][r["column"] :].strip().startswith(r["truth"].strip()[:8]), r["id"]
-        above = "\n".join(lines[: r["line"]] + [lines[r["line"]][: r["column"]]])
+        above = "\n".join([*lines[: r["line"]], lines[r["line"]][: r["column"]]])
         r["cross_file_unseen"] = not_named_above(r["cross_file_names"], above)
     meta["regrouped"] = (
         "cross_file_unseen added afterwards by bench/eval_regroup.py from the sdist's source "
