@@ -13,9 +13,10 @@ Idle time is also when the stable head of the last full prompt (context + file p
 the store, so that coming back to the file, or restarting the server, reads it back.
 
 A small prompt's head (path and the lines above the cursor) is kept too: saved when the engine leaves
-it, for the warm-up or another file, and its start line is remembered per file. Back in the file a few
-lines further down, the small prompt starts at that line again, so the saved head is read back and
-only the new lines, the suffix and the middle are evaluated, not the whole small prompt.
+it, for the warm-up or another file, and its start line is remembered per file (beside the states on
+disk, ``starts.py``, so also after a restart). Back in the file a few lines further down, the small
+prompt starts at that line again, so the saved head is read back and only the new lines, the suffix
+and the middle are evaluated, not the whole small prompt.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Protocol
 from fimble.completion.cancel import CancelToken
 from fimble.completion.fim import PREFIX_TOKENS, FimPrompt
 from fimble.completion.speed import SpeedMeter
+from fimble.completion.starts import StartLines
 from fimble.errors import Cancelled
 
 if TYPE_CHECKING:
@@ -45,7 +47,6 @@ _SAVE_SLACK = 64  # a head differing from a saved one in fewer trailing tokens i
 _SMALL_SUFFIX = 32  # suffix tokens of a small first prompt
 _SMALL_GAIN = 64  # a small prompt must spare at least this many evaluations over the full one
 _SMALL_SLACK = 16  # a small head differing from a saved one in fewer trailing tokens is not saved again
-_STARTS_KEPT = 256  # files whose small prompt's start line is remembered
 _FACTORS = (1.0, 1.15, 1.3, 0.85, 0.7)  # prefix budgets tried for a cold full prompt (see ``choose``)
 
 
@@ -113,7 +114,7 @@ class Warmer:
         self._factors: dict[str, float] = {}  # per file: the prefix budget factor that matched last
         self._small: list[int] = []  # the last small prompt's head, saved before the cache drops it
         self._small_start = 0  # where the file's own tokens begin in it (after the path)
-        self._starts: dict[str, int] = {}  # per file: the line the last small prompt's prefix began at
+        self._starts = StartLines()  # per file: the line the last small prompt's prefix began at
         self.first_prompts = 0  # requests answered from a small prompt (for status and benchmarks)
         self.warmed_tokens = 0  # tokens evaluated while idle
 
@@ -168,10 +169,7 @@ class Warmer:
         self._leave_small(engine, small)
         self._small, self._small_start = small.tokens[: _head_len(small)], small.stable_len
         if key is not None:
-            self._starts.pop(key, None)  # re-inserted last: the oldest file is forgotten first
-            self._starts[key] = small.prefix_line
-            if len(self._starts) > _STARTS_KEPT:
-                del self._starts[next(iter(self._starts))]
+            self._starts.put(key, small.prefix_line)
         return small
 
     def _small_prompt(
@@ -192,6 +190,8 @@ class Warmer:
         """
         small = rebuild(budget, suffix, False)
         cost = engine.evaluation_cost(small.tokens, small.stable_len)
+        kept_states = engine.store is not None and current_config().kv_state_mb > 0
+        self._starts.attach(getattr(engine.store, "root", None) if kept_states else None)
         start = self._starts.get(key) if key is not None else None
         if start is None or start == small.prefix_line:
             return small, cost

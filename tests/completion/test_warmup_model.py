@@ -113,6 +113,18 @@ def test_back_at_the_next_line_after_a_switch_reads_the_small_head_back(
         assert engine.tokens_restored > restored  # argparse.py's small head, read back
         assert prompt_tokens >= first_tokens  # from the same start line, one line longer
         assert evaluated < 80 and reused == prompt_tokens - evaluated  # the new line, suffix, middle
+
+        # After a restart too: the start line was kept beside the states, not only in memory.
+        ask(b, 301, "textwrap.py")  # leave argparse.py again: its small head is saved
+        assert engine.store.flush(60)
+        completer.close()
+        completer = Completer(load=load, prefetch=False)
+        assert completer.wait_ready(300)
+        engine = completer.worker.engine
+        assert engine is not None and engine.warmer is not None
+        prompt_tokens, evaluated, reused = ask(a, 1502, "argparse.py")
+        assert engine.tokens_restored > 0 and prompt_tokens >= first_tokens
+        assert evaluated < 80 and reused == prompt_tokens - evaluated
     finally:
         completer.close()
         warmup.configure(warmup.WarmupConfig())
