@@ -6,7 +6,8 @@ time: ``didChange`` with the character, then ``textDocument/inlineCompletion`` a
 editor does. Lines are typed in the order file 1, file 2, file 3, file 1 again, ..., so the second
 line of each file measures coming back to a file after a switch. Then the server is restarted on
 the same cache directory and the first lines are typed again (the persistent caches), plus a line
-never typed before in a file seen before.
+never typed before in a file seen before, and the line after the last one typed in the last file
+(going on where you left off).
 
 Per keystroke: latency from sending the request to the response, and how the server answered
 (``fimble.status`` after each response: stop reason — typed_through, cached, adopted or a model
@@ -419,6 +420,21 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     s.open(uri, _blank(texts[f], fresh))
     new = await _type_line(s, uri, texts[f], fresh, "restart_new_line", 0, limit=0, think_ms=args.think_ms)
     restart.append({"kind": "new_line_in_seen_file", "ms": new[0]["ms"], "how": new[0]["how"]})
+    s.close(uri)
+    # Going on where you left off: the two lines with code after the last one typed in the last file
+    # (not files[0], whose lines the requests above just moved). The first is usually answered from
+    # the completion cache (the prefetch after that line made it); the second needs the model.
+    f = files[-1]
+    uri = f.as_uri()
+    for kind, going_on in zip(
+        ("next_line_where_left_off", "second_line_where_left_off"),
+        _next_lines(texts[f], picks[f][-1], 3)[1:],
+        strict=False,
+    ):
+        s.open(uri, _blank(texts[f], going_on))
+        on = await _type_line(s, uri, texts[f], going_on, kind, 0, limit=0, think_ms=args.think_ms)
+        restart.append({"kind": kind, "ms": on[0]["ms"], "how": on[0]["how"]})
+        s.close(uri)
     restart_status = await s.status()
     await s.stop()
 
