@@ -320,30 +320,11 @@ def _signature(source: bytes, outer: ts.Node, node: ts.Node, body: ts.Node | Non
     while len(lines) > 1 and lines[-1].lstrip().startswith(_COMMENT_STARTS):
         lines.pop()  # a comment between the header and the first statement is not the header
     indent = outer.start_point.column
-    lines = [lines[0], *(_dedent(line, indent) for line in lines[1:])]
-    return _shorten(lines)
-
-
-def _shorten(lines: list[str]) -> str:
-    """A long header cut in the middle, not at the end: its last line holds what it returns
-    (``) -> RunResult:``), which says what a call gives back. Cut at the end, openai-agents'
-    ``Runner.run`` (eleven lines) lost its ``-> RunResult`` and a ``result = await Runner.run(...)``
-    above the cursor could not show ``RunResult``. An elided run of lines becomes one ``…`` line."""
+    lines = [lines[0], *(_dedent(line, indent) for line in lines[1:_MAX_SIGNATURE_LINES])]
     text = "\n".join(lines)
-    if len(lines) <= _MAX_SIGNATURE_LINES and len(text) <= _MAX_SIGNATURE_CHARS:
-        return text
-    head, tail = lines[: min(len(lines) - 1, _MAX_SIGNATURE_LINES - 2)], lines[-1]
-
-    def joined() -> str:
-        if len(head) == len(lines) - 1:
-            return text
-        elided = lines[len(head)]  # the marker takes the indentation of the first line it stands for
-        return "\n".join([*head, elided[: len(elided) - len(elided.lstrip())] + "…", tail])
-
-    while len(head) > 1 and len(joined()) > _MAX_SIGNATURE_CHARS:
-        head.pop()
-    text = joined()
-    return text if len(text) <= _MAX_SIGNATURE_CHARS else text[: _MAX_SIGNATURE_CHARS - 1] + "…"
+    if len(text) > _MAX_SIGNATURE_CHARS:
+        text = text[: _MAX_SIGNATURE_CHARS - 1] + "…"
+    return text
 
 
 def _dedent(line: str, indent: int) -> str:

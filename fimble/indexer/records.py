@@ -45,7 +45,7 @@ __all__ = [
     "seg_bytes",
 ]
 
-SCHEMA = f"fimble-index/4 marshal{marshal.version} {sys.byteorder}".encode()
+SCHEMA = f"fimble-index/3 marshal{marshal.version} {sys.byteorder}".encode()
 DB_NAMES = (
     "meta", "files", "paths", "defs", "names", "imports", "text", "blocks", "post", "segs",
     "skipped", "base", "mods",

@@ -252,14 +252,3 @@ def test_c_and_cpp_share_cfamily_patterns() -> None:
         kinds = {d.name: d.kind for d in extract(language, source).definitions}
         expected = {"LIMIT": "constant", "count_t": "type", "make_name": "prototype", "kZero": "constant"}
         assert kinds == expected
-
-
-def test_a_long_header_keeps_its_last_line_what_it_returns() -> None:
-    params = "".join(f"    p{i}: int = {i},\n" for i in range(12))
-    source = f"async def run(\n{params}) -> RunResult:\n    return 1\n".encode()
-    (run,) = extract("python", source).definitions
-    lines = run.signature.split("\n")
-    assert lines[0] == "async def run(" and lines[-1] == ") -> RunResult:"
-    assert lines[-2] == "    …" and len(lines) == 8
-    wide = extract("python", f"def g(\n    {'x' * 500},\n) -> Z:\n    pass\n".encode()).definitions[0]
-    assert wide.signature == "def g(\n    …\n) -> Z:"
