@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sysconfig
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,9 +29,17 @@ def _cursor(text: str, line: int) -> int:
     return sum(len(ln) + 1 for ln in lines[:line]) + len(lines[line]) - len(lines[line].lstrip())
 
 
-def test_small_first_prompt_then_warm_full_prompt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def warming(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """KV states in ``tmp_path`` and the default first-suggestion target, reset afterwards."""
     monkeypatch.setenv("FIMBLE_KV_STATE_DIR", str(tmp_path))
     warmup.configure(warmup.WarmupConfig(first_ms=1600))
+    yield
+    warmup.configure(warmup.WarmupConfig())
+
+
+def _completer() -> Completer:
+    """A completer on the small model with the warmer and KV store attached, ready to answer."""
 
     def load() -> Engine:
         engine = Engine(model_path(SMALL))
@@ -38,8 +47,16 @@ def test_small_first_prompt_then_warm_full_prompt(tmp_path: Path, monkeypatch: p
         return engine
 
     completer = Completer(load=load, prefetch=False)
+    if not completer.wait_ready(300):
+        completer.close()
+        pytest.fail("the model did not load")
+    return completer
+
+
+@pytest.mark.usefixtures("warming")
+def test_small_first_prompt_then_warm_full_prompt() -> None:
+    completer = _completer()
     try:
-        assert completer.wait_ready(300)
         engine = completer.worker.engine
         assert engine is not None and engine.warmer is not None and engine.store is not None
         text = SOURCE.read_text()
@@ -71,26 +88,15 @@ def test_small_first_prompt_then_warm_full_prompt(tmp_path: Path, monkeypatch: p
         assert evaluated < 128 and reused == prompt_tokens - evaluated
     finally:
         completer.close()
-        warmup.configure(warmup.WarmupConfig())
 
 
-def test_back_at_the_next_line_after_a_switch_reads_the_small_head_back(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.usefixtures("warming")
+def test_back_at_the_next_line_after_a_switch_reads_the_small_head_back() -> None:
     """Type in one file, go to another, come back one line further down: the small prompt starts at
     the line the last one did, its saved head is read back, and only the new line, the suffix and
     the middle are evaluated."""
-    monkeypatch.setenv("FIMBLE_KV_STATE_DIR", str(tmp_path))
-    warmup.configure(warmup.WarmupConfig(first_ms=1600))
-
-    def load() -> Engine:
-        engine = Engine(model_path(SMALL))
-        attach_warmup(engine)
-        return engine
-
-    completer = Completer(load=load, prefetch=False)
+    completer = _completer()
     try:
-        assert completer.wait_ready(300)
         engine = completer.worker.engine
         assert engine is not None and engine.warmer is not None and engine.store is not None
         a = SOURCE.read_text()
@@ -118,8 +124,7 @@ def test_back_at_the_next_line_after_a_switch_reads_the_small_head_back(
         ask(b, 301, "textwrap.py")  # leave argparse.py again: its small head is saved
         assert engine.store.flush(60)
         completer.close()
-        completer = Completer(load=load, prefetch=False)
-        assert completer.wait_ready(300)
+        completer = _completer()
         engine = completer.worker.engine
         assert engine is not None and engine.warmer is not None
         prompt_tokens, evaluated, reused = ask(a, 1502, "argparse.py")
@@ -127,4 +132,3 @@ def test_back_at_the_next_line_after_a_switch_reads_the_small_head_back(
         assert evaluated < 80 and reused == prompt_tokens - evaluated
     finally:
         completer.close()
-        warmup.configure(warmup.WarmupConfig())
