@@ -190,8 +190,7 @@ class Warmer:
         """
         small = rebuild(budget, suffix, False)
         cost = engine.evaluation_cost(small.tokens, small.stable_len)
-        kept_states = engine.store is not None and current_config().kv_state_mb > 0
-        self._starts.attach(getattr(engine.store, "root", None) if kept_states else None)
+        self._starts.attach(getattr(engine.store, "root", None) if _keeps_states(engine) else None)
         start = self._starts.get(key) if key is not None else None
         if start is None or start == small.prefix_line:
             return small, cost
@@ -217,7 +216,7 @@ class Warmer:
         place is replaced, while a full prompt's head (repository context first) shares too little
         with it to be, and a head it is a prefix of makes it ``covered`` (not saved)."""
         head, self._small = self._small, []
-        if engine.store is None or current_config().kv_state_mb <= 0:
+        if not _keeps_states(engine):
             return
         held = _common(engine.cached_tokens, head)
         if held > self._small_start + _SMALL_SLACK:  # some of the file's lines, not just the path
@@ -292,10 +291,9 @@ class Warmer:
             self._measured = True
             self.measure(engine, cancel)
             return True
-        store = engine.store
         if self._target is not None:
             return self._warm_step(engine, self._target, cancel)
-        if store is not None and config.kv_state_mb > 0 and self._head:
+        if _keeps_states(engine) and self._head:
             head = self._head
             if _starts_with(engine.cached_tokens, head):
                 engine.save_state(len(head), slack=_SAVE_SLACK, file_start=self._head_start)
@@ -326,11 +324,11 @@ class Warmer:
             self.warmed_tokens += evaluated
         except Cancelled:
             # A keystroke is waiting and will overwrite the cache: keep what was evaluated.
-            if engine.store is not None and current_config().kv_state_mb > 0:
+            if _keeps_states(engine):
                 engine.save_state(min(target.head, len(engine.cached_tokens)), file_start=target.reuse_limit)
             return False
         if cancel.cancelled:
-            if engine.store is not None and current_config().kv_state_mb > 0:
+            if _keeps_states(engine):
                 engine.save_state(min(target.head, end), file_start=target.reuse_limit)
             return False
         return True
@@ -358,6 +356,11 @@ def describe(engine: object) -> dict[str, object]:
             ms_per_generated_token=round(warmer.speed.ms_per_token, 1),
         )
     return out
+
+
+def _keeps_states(engine: Engine) -> bool:
+    """Whether KV states are saved: a store attached and ``kvStateMb`` not 0."""
+    return engine.store is not None and current_config().kv_state_mb > 0
 
 
 def _apply_store_setting(engine: Engine, config: WarmupConfig) -> None:
