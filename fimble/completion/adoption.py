@@ -10,47 +10,28 @@ shares the completer's lock, flights, statistics and worker.
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from concurrent.futures import Future, InvalidStateError
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine, Generation
+from fimble.completion.mixin import CompleterParts
 from fimble.completion.postprocess import whole_lines
 from fimble.completion.service import CompletionRequest, CompletionResult
 from fimble.completion.typeahead import Flight
 from fimble.completion.worker import Job
 from fimble.errors import Cancelled
 
-if TYPE_CHECKING:
-    from fimble.completion.completer import CompleterStats
-
 __all__ = ["EARLY_LINES", "Adoption"]
 
 EARLY_LINES = "adopted_lines"  # the stop reason of an answer taken from a block still being written
 
 
-class Adoption:
+class Adoption(CompleterParts):
     """Adopting running generations, for ``Completer`` (which provides everything annotated here)."""
 
-    _lock: threading.Lock
-    _stats: CompleterStats
-    _flights: dict[str, Flight]
     last: dict[str, object]
-
-    def _cache_key(self, request: CompletionRequest) -> bytes | None:  # pragma: no cover - Completer's
-        raise NotImplementedError
-
-    def _start(  # pragma: no cover - Completer's
-        self,
-        request: CompletionRequest,
-        key: str | None,
-        cache_key: bytes | None,
-        submitted: float,
-        waiter: CancelToken | None = None,
-    ) -> Job[CompletionResult]:
-        raise NotImplementedError
 
     def _adopt(self, key: str, request: CompletionRequest) -> Job[CompletionResult] | None:
         with self._lock:

@@ -7,46 +7,32 @@ A mixin of ``Completer``: it shares the completer's locks, flights, caches and w
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fimble.completion.cache import Cached, CompletionCache
 from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine
+from fimble.completion.mixin import CompleterParts
 from fimble.completion.service import CompletionRequest, CompletionResult, complete
-from fimble.completion.typeahead import Flight, TypeAhead
+from fimble.completion.typeahead import TypeAhead
 from fimble.completion.worker import EngineWorker, Job
-
-if TYPE_CHECKING:
-    from fimble.completion.completer import CompleterStats
 
 __all__ = ["WorkAhead"]
 
 
-class WorkAhead:
+class WorkAhead(CompleterParts):
     """Warm-at-focus and prefetch for ``Completer`` (which provides everything annotated here)."""
 
     cache: CompletionCache
     prefetch: bool
     worker: EngineWorker
     _typeahead: TypeAhead
-    _lock: threading.Lock
-    _stats: CompleterStats
-    _flights: dict[str, Flight]
     _prefetching: Job[Any] | None
 
     @property
     def ready(self) -> bool:  # pragma: no cover - Completer's
-        raise NotImplementedError
-
-    def _cache_key(self, request: CompletionRequest) -> bytes | None:  # pragma: no cover - Completer's
-        raise NotImplementedError
-
-    def _start(  # pragma: no cover - Completer's
-        self, request: CompletionRequest, key: str | None, cache_key: bytes | None, submitted: float
-    ) -> Job[CompletionResult]:
         raise NotImplementedError
 
     def warm_at(self, request: CompletionRequest, key: str) -> bool:
