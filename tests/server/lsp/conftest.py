@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import json
 import os
+import signal
 import sys
 import uuid
 from pathlib import Path
@@ -13,7 +14,9 @@ from typing import Any
 
 import pytest
 from lsprotocol import types
+from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp.client import register_lsp_features
 
 SERVER = [sys.executable, "-m", "fimble", "serve"]
 TEST_MODEL = "qwen2.5-coder-0.5b"
@@ -37,8 +40,34 @@ def env(home: Path, **extra: str) -> dict[str, str]:
     out = dict(os.environ)
     out.pop("FIMBLE_KV_STATE_DIR", None)  # each server keeps its saved KV states in its own home
     out["FIMBLE_HOME"] = str(home)
+    # A native crash (llama.cpp) then leaves every thread's Python stack on stderr, which pytest-lsp
+    # forwards to the test's captured stderr; without it a segfault leaves no trace at all.
+    out["PYTHONFAULTHANDLER"] = "1"
     out.update(extra)
     return out
+
+
+class _Client(LanguageClient):
+    """pytest-lsp's client, saying how the server ended when it ended without being asked to."""
+
+    exit_sent = False
+
+    def exit(self, params: None) -> None:
+        self.exit_sent = True
+        super().exit(params)
+
+    async def server_exit(self, server: asyncio.subprocess.Process) -> None:
+        if not (self.exit_sent or self._stop_event.is_set()):  # a crash, or an exit nobody asked for
+            code = server.returncode
+            why = f" ({signal.Signals(-code).name})" if code is not None and code < 0 else ""
+            sys.stderr.write(f"fimble serve (pid {server.pid}) exited on its own: return code {code}{why}\n")
+        await super().server_exit(server)
+
+
+def _client() -> LanguageClient:
+    client = _Client(converter_factory=default_converter)
+    register_lsp_features(client)
+    return client
 
 
 async def start(
@@ -49,7 +78,7 @@ async def start(
     options: dict[str, Any] | None = None,
     root: Path | None = None,
 ) -> LanguageClient:
-    client = await ClientServerConfig(server_command=[*SERVER, *args], server_env=server_env).start()
+    client = await ClientServerConfig([*SERVER, *args], _client, server_env).start()
     assert isinstance(client, LanguageClient)
     await initialize(client, capabilities=capabilities, options=options, root=root)
     return client
