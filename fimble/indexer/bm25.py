@@ -7,12 +7,17 @@ two blocks', and the best windows that do not overlap each other are returned wi
 Everything per entry is vectorised, so a query costs a few hundred numpy calls whatever the size of
 the workspace; terms are taken rarest first and scoring stops after ``budget`` entries, which only
 drops the most common terms, whose IDF is near zero.
+
+Entries of replaced file versions (the ``dead`` fids) stay in their segments until compaction. They
+are dropped right after the lookup, before anything is counted: document frequencies, the budget and
+the scores then see the live content only, and an edited index ranks exactly like a fresh build of the
+same files (the block count and total length in ``Stats`` already count live versions only).
 """
 
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from operator import itemgetter
 
@@ -57,6 +62,49 @@ def _gather(txn: lmdb.Transaction, db: dict, terms: list[bytes]) -> dict[int, li
                     found[i].append(hit)
             ok = cursor.next()
     return found
+
+
+def _dead(txn: lmdb.Transaction, db: dict) -> np.ndarray:
+    """The fids whose postings are stale, sorted (the writer appends them in death order)."""
+    raw = txn.get(b"dead", db=db["meta"])
+    return np.unique(np.frombuffer(raw, np.uint32)) if raw else np.empty(0, np.uint32)
+
+
+def _without_dead(
+    found: dict[int, list[tuple[np.ndarray, ...]]], dead: np.ndarray
+) -> dict[int, list[tuple[np.ndarray, ...]]]:
+    """``found`` without the entries of ``dead`` fids, and without the terms left with none.
+
+    A term's entries in one segment are sorted by fid, so a pure-Python range check skips most parts
+    (tiny segments of recent edits rarely span a dead fid) and a binary search of the few dead fids
+    in range counts the rest; only the parts that really hold dead entries are copied. The cost does
+    not grow with the number of entries, which is what keeps a common term's long list cheap.
+    """
+    if not len(dead):
+        return found
+    dead_list = dead.tolist()
+    out: dict[int, list[tuple[np.ndarray, ...]]] = {}
+    for i, parts in found.items():
+        kept = []
+        for part in parts:
+            fids = part[0]
+            a = bisect_left(dead_list, int(fids[0]))
+            z = bisect_right(dead_list, int(fids[-1]), lo=a)
+            if a < z:
+                d = dead[a:z]
+                starts, ends = fids.searchsorted(d), fids.searchsorted(d, "right")
+                stale = int(ends.sum()) - int(starts.sum())
+                if stale == len(fids):
+                    continue
+                if stale:
+                    keep = np.ones(len(fids), bool)
+                    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+                        keep[start:end] = False
+                    part = tuple(column[keep] for column in part)
+            kept.append(part)
+        if kept:
+            out[i] = kept
+    return out
 
 
 def _excluded(
@@ -128,7 +176,7 @@ def search(
     if stats.blocks <= 0 or k <= 0:
         return ()
     terms = lexical.query_terms(text)[:_MAX_QUERY_TERMS]
-    found = _gather(txn, db, terms)
+    found = _without_dead(_gather(txn, db, terms), _dead(txn, db))
     if not found:
         return ()
     n, avg = stats.blocks, max(stats.total_length / stats.blocks, 1.0)
@@ -174,10 +222,6 @@ def _top_windows(
     k: int,
     exclude: tuple[int, list[int]],
 ) -> tuple[Snippet, ...]:
-    dead = np.frombuffer(txn.get(b"dead", db=db["meta"]) or b"", np.uint32)
-    if len(dead):
-        live = ~np.isin((keys >> 16).astype(np.uint32), dead)
-        keys, scores = keys[live], scores[live]
     block_keys, block_scores = _group_sum(keys, scores)
     # Window w = blocks w and w+1: a block scores for the window it starts and the one before it.
     has_prev = (block_keys & 0xFFFF) > 0

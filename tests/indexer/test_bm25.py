@@ -91,3 +91,109 @@ def test_windows_found_by_bisection_are_those_of_the_full_list() -> None:
         for w in range(len(windows) + 2):
             if windows:
                 assert _window(blocks, w) == windows[min(w, len(windows) - 1)]
+
+
+def _workspace_texts() -> dict[str, str]:
+    texts = {}
+    for n in range(6):
+        lines = [f"def helper_{n}_{i}(value, other_{i % 3}):" for i in range(12)]
+        lines += [f"    return shared_name + value * {i} + token_{n % 3}" for i in range(n + 3)]
+        texts[f"m{n}.py"] = "\n".join(lines) + "\n"
+    return texts
+
+
+def _scores(hits: tuple) -> dict[tuple[str, int, int], float]:
+    """Window -> score. Compared as a mapping: equal scores may come in another order, as files
+    get other fids in an edited index than in a fresh one."""
+    return {(h.path, h.start_line, h.end_line): h.score for h in hits}
+
+
+def _assert_same_scores(got: tuple, want: tuple) -> None:
+    got_scores, want_scores = _scores(got), _scores(want)
+    assert got_scores.keys() == want_scores.keys()
+    for window, score in want_scores.items():
+        assert abs(got_scores[window] - score) <= 1e-3, (window, got_scores[window], score)
+
+
+_QUERIES = (
+    "shared_name token_1 value",
+    "helper_2 other_1",
+    "edited_word shared_name",
+    "return value token_0",
+)
+
+
+def test_replaced_versions_do_not_change_scores(tmp_path: Path) -> None:
+    """Stale postings of replaced versions (kept until compaction) must not count in document
+    frequencies: an edited index scores exactly like a fresh index of the same content, as
+    ``fimble eval`` (which masks and restores a line per sample) relies on."""
+    texts = _workspace_texts()
+    final = {**texts, "m1.py": texts["m1.py"] + "edited_word shared_name token_1\n"}
+    with _index(tmp_path / "fresh", final) as fresh:
+        want = {q: fresh.search(q, k=50) for q in _QUERIES}
+    with _index(tmp_path / "edited", texts) as ix:
+        root = tmp_path / "edited" / "ws"
+        ix.update_buffer(root / "m1.py", "shared_name edited_word\n" * 30)
+        ix.flush()
+        ix.update_buffer(root / "m2.py", texts["m2.py"] + "x = 1\n")
+        ix.flush()
+        ix.update_buffer(root / "m2.py", texts["m2.py"])  # back to the original content
+        ix.update_buffer(root / "m1.py", final["m1.py"])
+        ix.flush()
+        assert ix.stats().stale_versions >= 3  # the stale entries are still in the segments
+        for q in _QUERIES:
+            _assert_same_scores(ix.search(q, k=50), want[q])
+
+
+def test_budget_counts_live_entries_only(tmp_path: Path) -> None:
+    """The entry budget drops the most common terms first; which ones is decided on live entries, as
+    in a fresh index, not on entries a replaced version left behind."""
+    from fimble.indexer import bm25
+
+    texts = {f"f{i}.txt": f"alpha_{i} beta\n" * 4 + "gamma\n" for i in range(8)}
+    with _index(tmp_path / "fresh", texts) as fresh, fresh._store.read() as txn:
+        want = bm25.search(txn, fresh._store.db, "gamma beta", k=20, budget=12)
+    with _index(tmp_path / "edited", texts) as ix:
+        root = tmp_path / "edited" / "ws"
+        for text in ("gamma\n" * 200, texts["f0.txt"]):  # many gamma entries, then replaced again
+            ix.update_buffer(root / "f0.txt", text)
+            ix.flush()
+        with ix._store.read() as txn:
+            got = bm25.search(txn, ix._store.db, "gamma beta", k=20, budget=12)
+    assert want
+    _assert_same_scores(got, want)
+
+
+def test_dropping_dead_entries_matches_a_plain_mask() -> None:
+    """_without_dead range-checks and bisects; it must keep exactly the entries a plain isin keeps."""
+    import random
+
+    import numpy as np
+
+    from fimble.indexer.bm25 import _without_dead
+
+    rng = random.Random(5)
+    for _ in range(200):
+        found = {}
+        for term in range(rng.randrange(1, 5)):
+            parts = []
+            for _ in range(rng.randrange(1, 4)):
+                fids = np.sort(
+                    np.asarray([rng.randrange(1, 40) for _ in range(rng.randrange(1, 12))], np.uint32)
+                )
+                n = len(fids)
+                parts.append(
+                    (fids, np.arange(n, dtype=np.uint16), np.ones(n, np.uint16), np.full(n, 7, np.uint16))
+                )
+            found[term] = parts
+        dead = np.unique(np.asarray([rng.randrange(1, 40) for _ in range(rng.randrange(0, 10))], np.uint32))
+        got = _without_dead(found, dead)
+        for term, parts in found.items():
+            want = [tuple(c[~np.isin(p[0], dead)] for c in p) for p in parts]
+            want = [p for p in want if len(p[0])]
+            if not want:
+                assert term not in got
+                continue
+            assert len(got[term]) == len(want)
+            for g, w in zip(got[term], want, strict=True):
+                assert all(np.array_equal(a, b) for a, b in zip(g, w, strict=True))
