@@ -9,6 +9,7 @@ and it orders chunks from most stable (outlines of imported modules) to least (l
 
 from __future__ import annotations
 
+import builtins
 import logging
 import re
 import threading
@@ -100,6 +101,8 @@ class ContextChunk:
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ATTRIBUTE = re.compile(r"\.\s*([A-Za-z_][A-Za-z0-9_]*)")
+_PY_BUILTINS = frozenset(dir(builtins))
 
 
 def _near_duplicate(text: str, window: str, threshold: float = 0.5) -> bool:
@@ -147,13 +150,18 @@ def _code_names(path: str, text: str, line: int, radius: int = 12) -> set[str] |
     ``code_only`` knows). The index finds definitions for every word near the cursor, prose included:
     "Iterates over all blueprints" in a docstring showed flask's ``Request.blueprints`` property
     above ``App.iter_blueprints``, and the model wrote ``iter(self.blueprints)``. On the flask and
-    openai-agents evals such chunks were in 3 lines context lost and in none it won."""
+    openai-agents evals such chunks were in 3 lines context lost and in none it won. A builtin
+    called by its bare name (``super().__init__()``, ``type(x)``) is Python's, not the workspace's
+    method of that name: it counts only as an attribute (``ctx.super()``); jinja2's two
+    ``Context.super`` chunks were in the prompt of an import line that context lost."""
     from fimble.indexer.languages import detect_language
 
     if detect_language(path) != "python":
         return None
     rows = code_only(text).split("\n")
-    return set(_NAME.findall("\n".join(rows[max(0, line - radius) : line + radius + 1])))
+    window = "\n".join(rows[max(0, line - radius) : line + radius + 1])
+    attributes = set(_ATTRIBUTE.findall(window))
+    return {n for n in _NAME.findall(window) if n not in _PY_BUILTINS or n in attributes}
 
 
 def _in_import_block(imports: Sequence[_Import], line: int) -> bool:

@@ -236,6 +236,19 @@ def test_names_only_in_docstrings_or_comments_near_the_cursor_define_nothing() -
     assert "defines blueprints, used near the cursor" in reasons
 
 
+def test_a_builtin_called_by_its_bare_name_is_not_the_workspace_method_of_that_name() -> None:
+    idx = index()
+    method = Def("runtime.py", "super", kind="method", qualname="Context.super", signature="def super(self):")
+    idx.near = Near((method,))
+    text = "class Cache(Extension):\n    def __init__(self, env):\n        super().__init__(env)\n"
+    reasons = [c.reason for c in gather_context(idx, "ext.py", text, 2)]
+    assert not any("defines super" in r for r in reasons)
+    # Called as an attribute, the name is the workspace's method.
+    text = "def render(ctx):\n    return ctx.super()\n"
+    reasons = [c.reason for c in gather_context(idx, "ext.py", text, 1)]
+    assert "defines super, used near the cursor" in reasons
+
+
 def test_similar_code_comes_from_files_of_the_cursor_language() -> None:
     idx = index()
     idx.snippets = [
