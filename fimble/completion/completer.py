@@ -62,7 +62,9 @@ class Completer(WorkAhead, Adoption):
         busy: Busy | None = None,
         cache: CompletionCache | None = None,
         prefetch: bool = True,
+        after: Callable[[], object] | None = None,
     ) -> None:
+        """``after``: called on the engine thread before the model loads (``EngineWorker``)."""
         self.model = model
         # Memory only unless given one: the server passes its process-wide, disk-backed cache.
         self.cache = cache or CompletionCache(CacheConfig(disk_mb=0))
@@ -75,7 +77,9 @@ class Completer(WorkAhead, Adoption):
         self.last: dict[str, object] = {}  # the last request's timeline, for `fimble.status`
         self._typeahead = TypeAhead()
         self.worker = EngineWorker(
-            load or (lambda: load_engine(model, threads=threads, n_ctx=n_ctx, warmup=True)), busy=busy
+            load or (lambda: load_engine(model, threads=threads, n_ctx=n_ctx, warmup=True)),
+            busy=busy,
+            after=after,
         )
 
     @property
@@ -287,8 +291,17 @@ class Completer(WorkAhead, Adoption):
         job.cancel.cancel(reason)
         self.worker.cancel(job)
 
-    def close(self) -> None:
+    def stop(self) -> None:
+        """Cancel all model work and let the engine thread free the model; returns at once."""
         with self._lock:
             for flight in self._flights.values():
                 flight.dead = True
-        self.worker.close()
+        self.worker.stop()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait until the engine thread has ended (the model freed) after ``stop``; False on timeout."""
+        return self.worker.join(timeout)
+
+    def close(self, timeout: float | None = 10.0) -> None:
+        self.stop()
+        self.join(timeout)

@@ -102,17 +102,31 @@ _llama_logger = logging.getLogger("fimble.llama")
 _aborting = threading.Event()
 
 
+_log_lock = threading.Lock()
+_log_callback: object = None  # the C callback llama.cpp logs through; set once, never freed
+
+
 def _install_log_callback(llama_cpp) -> None:  # type: ignore[no-untyped-def]
-    """Route llama.cpp's log lines to Python logging (stderr), never stdout."""
+    """Route llama.cpp's log lines to Python logging (stderr), never stdout.
 
-    @llama_cpp.llama_log_callback
-    def _callback(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
-        lvl = logging.DEBUG if _aborting.is_set() else _LOG_LEVELS.get(level, logging.DEBUG)
-        if _llama_logger.isEnabledFor(lvl):
-            _llama_logger.log(lvl, "%s", text.decode("utf-8", "replace").rstrip())
+    Once per process, and the callback is kept for good: llama.cpp calls it from whichever thread
+    logs, e.g. an old engine's ``llama_free`` during a model switch while the new engine loads.
+    Installing a new one per engine freed the previous C thunk under that thread: a segfault that
+    killed the server during a threads change (``tests/completion/test_engine_model.py`` reproduces it).
+    """
+    global _log_callback
+    with _log_lock:
+        if _log_callback is not None:
+            return
 
-    llama_cpp.llama_log_set(_callback, ctypes.c_void_p(0))
-    _install_log_callback.keep = _callback  # type: ignore[attr-defined]  # keep the C callback alive
+        @llama_cpp.llama_log_callback
+        def _callback(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
+            lvl = logging.DEBUG if _aborting.is_set() else _LOG_LEVELS.get(level, logging.DEBUG)
+            if _llama_logger.isEnabledFor(lvl):
+                _llama_logger.log(lvl, "%s", text.decode("utf-8", "replace").rstrip())
+
+        llama_cpp.llama_log_set(_callback, ctypes.c_void_p(0))
+        _log_callback = _callback
 
 
 class Engine:

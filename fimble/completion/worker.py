@@ -58,13 +58,21 @@ class EngineWorker:
     """Runs jobs against an engine on a dedicated thread.
 
     ``load`` is called on that thread the first time; a load failure is kept and re-raised to every
-    job (``load_error``) so the server stays up and can tell the user what to do.
+    job (``load_error``) so the server stays up and can tell the user what to do. ``after`` is called
+    on that thread before ``load``: a model switch passes the replaced worker's ``join``, so two
+    engines never run at once (nor two KV stores on one state directory); a worker stopped by then
+    does not load at all.
     """
 
     def __init__(
-        self, load: Callable[[], Engine], name: str = "fimble-engine", busy: Busy | None = None
+        self,
+        load: Callable[[], Engine],
+        name: str = "fimble-engine",
+        busy: Busy | None = None,
+        after: Callable[[], object] | None = None,
     ) -> None:
         self._load = load
+        self._after = after
         self._busy = busy
         self._engine: Engine | None = None
         self.load_error: FimbleError | None = None
@@ -126,7 +134,12 @@ class EngineWorker:
 
     def _run(self) -> None:
         try:
-            self._engine = self._load()
+            if self._after is not None:
+                self._after()
+            with self._cond:
+                stopped = self._closed
+            if not stopped:
+                self._engine = self._load()
         except FimbleError as err:
             self.load_error = err
             log.error("model failed to load: %s", err)
@@ -206,6 +219,12 @@ class EngineWorker:
             self._busy.exit()
 
     def close(self, timeout: float | None = 10.0) -> None:
+        self.stop()
+        self.join(timeout)
+
+    def stop(self) -> None:
+        """Cancel queued, running and idle work and let the thread end; returns at once. The thread
+        frees the engine (after its KV store's queued writes) as its last act."""
         with self._cond:
             self._closed = True
             for job in self._jobs:
@@ -215,4 +234,8 @@ class EngineWorker:
             if self._idle_cancel is not None:
                 self._idle_cancel.cancel("shutdown")
             self._cond.notify_all()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the thread (and so the engine's release) after ``stop``; False on timeout."""
         self._thread.join(timeout)
+        return not self._thread.is_alive()

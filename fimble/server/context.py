@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fimble.server.acceptance import AcceptanceLog
@@ -39,12 +40,13 @@ class ServeContext:
             from fimble.completion.completer import Completer
             from fimble.completion.remote import load_remote_engine
 
-            def factory(m: str | None, t: int) -> Completer:
+            def factory(m: str | None, t: int, after: Callable[[], object] | None) -> Completer:
                 return Completer(
                     m,
                     threads=t,
                     busy=hook,
                     load=lambda: load_remote_engine(backend_url, m, api_key=backend_api_key),
+                    after=after,
                 )
 
         return cls(

@@ -2,7 +2,16 @@
 
 Every front door in the process (each LSP connection, the HTTP server) holds the same
 ``SharedCompleter``; it forwards to the current ``Completer``, so a model switch requested by one
-editor is seen by all, and only one model is ever resident once the old one is closed.
+editor is seen by all.
+
+A switch stops the old completer at once (its jobs, warm-up and prefetch cancelled) and the new one
+loads its model only once the old engine thread has ended: that thread frees the old model after
+its KV store's queued writes. So only one llama.cpp engine ever runs, and only one KV store works on
+a model's state directory. The overlap this replaces (the new model loading while the old one still
+warmed, saved states and freed itself) ran two engines on one directory, and raced the new engine's
+set-up against the old one's release inside llama.cpp (how a threads change once killed the server:
+see ``engine._install_log_callback``). Requests meanwhile go to the new completer, which answers
+nothing until loaded, as on start.
 """
 
 from __future__ import annotations
@@ -21,7 +30,9 @@ __all__ = ["SharedCompleter"]
 
 log = logging.getLogger(__name__)
 
-Factory = Callable[[str | None, int], Completer]
+# (model, threads, after): ``after`` runs on the new engine thread before it loads (``Completer``).
+Factory = Callable[[str | None, int, Callable[[], object] | None], Completer]
+_STOP_WAIT_S = 60.0  # an old engine thread still busy by then is stuck: load anyway, and say so
 
 
 class SharedCompleter:
@@ -30,12 +41,12 @@ class SharedCompleter:
     def __init__(
         self, model: str | None, threads: int = 0, factory: Factory | None = None, busy: Busy | None = None
     ) -> None:
-        self._factory: Factory = factory or (lambda m, t: Completer(m, threads=t, busy=busy))
+        self._factory: Factory = factory or (lambda m, t, a: Completer(m, threads=t, busy=busy, after=a))
         self._lock = threading.Lock()
         self._key = (model, threads)
         # One completion cache per process, on disk, shared by every model (keys name the model).
         self.cache = CompletionCache(CacheConfig.from_env())
-        self._current = self._adopt_cache(self._factory(model, threads))
+        self._current = self._adopt_cache(self._factory(model, threads, None))
         self.generation = 0  # bumped on each swap, so watchers know to report the new load
 
     def _adopt_cache(self, completer: Completer) -> Completer:
@@ -56,13 +67,15 @@ class SharedCompleter:
 
     def ensure(self, model: str | None, threads: int) -> Completer | None:
         """Load ``model`` with ``threads`` unless already current; returns the replaced completer,
-        which the caller closes off the event loop (closing joins its thread)."""
+        already stopped, which the caller closes off the event loop (closing joins its thread).
+        Never blocks: the new model loads on its own thread once the old engine is gone."""
         with self._lock:
             if (model, threads) == self._key:
                 return None
             old = self._current
+            old.stop()
             self._key = (model, threads)
-            self._current = self._adopt_cache(self._factory(model, threads))
+            self._current = self._adopt_cache(self._factory(model, threads, lambda: _wait_stopped(old)))
             self.generation += 1
         log.info("switching model to %s (threads %s)", model or "default", threads or "auto")
         return old
@@ -118,3 +131,11 @@ class SharedCompleter:
     def close(self) -> None:
         self._current.close()
         self.cache.close()
+
+
+def _wait_stopped(old: Completer) -> None:
+    """On the new engine thread, before its model loads: wait for the replaced engine to be freed."""
+    if not old.join(_STOP_WAIT_S):
+        log.warning(
+            "the previous model is still busy after %.0f s; loading the new one alongside it", _STOP_WAIT_S
+        )

@@ -187,3 +187,46 @@ def test_known_fim_answers_with_the_default_model(
 ) -> None:
     result = complete(default, CompletionRequest(text=before + after, offset=len(before), max_tokens=24))
     assert result.text == expected
+
+
+_LOG_RACE = """
+import sys, threading, time
+import llama_cpp
+from fimble.completion import engine as eng
+
+e = eng.Engine(sys.argv[1], eng.EngineConfig(n_ctx=256))
+stop = threading.Event()
+sys.setswitchinterval(1e-5)  # many more thread interleavings: the old code crashed in ~2 s, not ~5
+
+def churn():  # another engine's thread inside llama.cpp, logging (as llama_free does on a switch)
+    params = llama_cpp.llama_context_default_params()
+    params.n_ctx, params.n_batch, params.n_ubatch, params.no_perf = 256, 32, 32, True
+    while not stop.is_set():
+        llama_cpp.llama_free(llama_cpp.llama_init_from_model(e._model, params))
+
+t = threading.Thread(target=churn)
+t.start()
+end = time.monotonic() + 5
+while time.monotonic() < end:
+    eng._install_log_callback(llama_cpp)  # what every new engine does while the old one frees itself
+stop.set()
+t.join()
+e.close()
+"""
+
+
+def test_a_new_engine_does_not_pull_the_log_callback_from_under_another_thread() -> None:
+    """Replacing the callback per engine segfaulted here in most runs (return code -11, mostly
+    within 2 s): the server died that way during a threads change. Run in a child process, so a
+    crash fails this test instead of killing pytest."""
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-X", "faulthandler", "-c", _LOG_RACE, str(model_path(SMALL))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).parents[2],
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
