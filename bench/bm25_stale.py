@@ -13,6 +13,11 @@ above a random line, that region excluded, k=4, as the completion path asks):
 * ``search_ms``: p50/p99 of one search on the edited index (stale entries present) and on the fresh
   one (none), each query timed ``--repeat`` times (the median kept), plus the load average.
 
+With ``--compare-with OLD/bm25.py`` (say, from a worktree of an older commit), the same queries
+also run on the edited index through that module's ``search`` and this one's, interleaved query by
+query in one process (``search_ms_interleaved``): on a shared machine, load changes between two runs
+move the numbers more than the code does.
+
 Results go into the JSON file (default ``bench/results/bm25_stale.json``) under ``--label``, keeping
 the other labels already there. Run: ``.venv/bin/python bench/bm25_stale.py --label after``.
 """
@@ -98,6 +103,28 @@ def _search_all(ix: Any, queries: list, repeat: int) -> tuple[list[tuple], list[
     return results, times
 
 
+def _interleaved(ix: Any, queries: list, other: Path, repeat: int) -> dict[str, Any]:
+    """p50/p99 of this tree's ``bm25.search`` and of ``other``'s, alternating on every query."""
+    import importlib.util
+
+    from fimble.indexer import bm25
+
+    spec = importlib.util.spec_from_file_location("bm25_other", other)
+    assert spec is not None and spec.loader is not None
+    old = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(old)
+    times: dict[str, list[float]] = {"this": [], "other": []}
+    db = ix._store.db
+    with ix._store.read() as txn:
+        for _ in range(repeat):
+            for rel, text, span in queries:
+                for name, module in (("this", bm25), ("other", old)):
+                    started = time.perf_counter()
+                    module.search(txn, db, text, 4, exclude=(rel, span))
+                    times[name].append(time.perf_counter() - started)
+    return {"other": str(other), **{name: _percentiles(t) for name, t in times.items()}}
+
+
 def _drift(edited: list[tuple], fresh: list[tuple]) -> dict[str, float]:
     """How the edited index's results differ from the fresh one's. Windows of equal score come in fid
     order, and files get other fids in an edited index: ``*_windows_differ`` counts those ties too,
@@ -131,6 +158,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--repeat", type=int, default=3, help="timings per query (median kept)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--compare-with", type=Path, help="another bm25.py to time against, interleaved")
     ap.add_argument("--label", default="after")
     ap.add_argument("--out", type=Path, default=Path("bench/results/bm25_stale.json"))
     args = ap.parse_args()
@@ -153,6 +181,9 @@ def main() -> None:
             stats = edited.stats()
             queries = _queries(root, files, args.queries, rng)
             edited_hits, edited_times = _search_all(edited, queries, args.repeat)
+            interleaved = (
+                _interleaved(edited, queries, args.compare_with, args.repeat) if args.compare_with else None
+            )
         finally:
             edited.close()
         fresh = _open(root, Path(tmp) / "home-fresh")
@@ -176,6 +207,7 @@ def main() -> None:
         "fresh_index_segments": fresh_segments,
         "drift": _drift(edited_hits, fresh_hits),
         "search_ms": {"edited": _percentiles(edited_times), "fresh": _percentiles(fresh_times)},
+        **({"search_ms_interleaved": interleaved} if interleaved else {}),
         "load_avg": [load_before, os.getloadavg()],
         "when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
     }
