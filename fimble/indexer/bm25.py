@@ -228,8 +228,10 @@ def _top_windows(
         drop = np.isin(window_keys, (np.int64(skip_fid) << 16) | np.asarray(skip_windows, np.int64))
         window_scores[drop] = -1.0
     top = min(len(window_keys), k * 8)
+    # Back in key order before the stable sort: equal scores then rank by (fid, window), not by
+    # wherever argpartition left them, which changes with the layout of the postings (an edit, a merge).
     order = (
-        np.argpartition(-window_scores, top - 1)[:top]
+        np.sort(np.argpartition(-window_scores, top - 1)[:top])
         if top < len(window_keys)
         else np.arange(len(window_keys))
     )
