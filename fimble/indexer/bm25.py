@@ -68,37 +68,35 @@ def _gather(txn: lmdb.Transaction, db: dict, terms: list[bytes]) -> dict[int, li
 def _dead(txn: lmdb.Transaction, db: dict) -> np.ndarray:
     """The fids whose postings are stale, sorted (the writer appends them in death order)."""
     raw = txn.get(b"dead", db=db["meta"])
-    return np.unique(np.frombuffer(raw, np.uint32)) if raw else np.empty(0, np.uint32)
+    return np.sort(np.frombuffer(raw, np.uint32)) if raw else np.empty(0, np.uint32)
 
 
-def _without_dead(
+def _stale(
     found: dict[int, list[tuple[np.ndarray, ...]]], dead: np.ndarray
-) -> dict[int, list[tuple[np.ndarray, ...]]]:
-    """``found`` without the entries of ``dead`` fids, and without the terms left with none.
+) -> tuple[dict[int, int], dict[int, np.ndarray]]:
+    """Per term, its live entries (its document frequency), and the flags (1: stale) of its entries
+    in the order of its parts, for the terms that have stale ones.
 
-    One lookup in a dead-fid bitmap over the fids of every part at once and one ``reduceat`` count
-    per part: a few numpy calls whatever the number of (term, segment) parts, where a check per part
-    cost several microseconds each (a query reads about a hundred parts). Only the parts that hold
-    dead entries are copied.
+    One lookup in a dead-fid bitmap over the fids of every part at once and one cumulative sum: a
+    few numpy calls whatever the number of (term, segment) parts a query reads (about a hundred);
+    per-part calls cost more than the whole search's scoring.
     """
-    if not len(dead) or not found:
-        return found
-    flat = [(i, part) for i, parts in found.items() for part in parts]
-    sizes = [len(part[0]) for _, part in flat]
+    sizes = {i: sum(len(part[0]) for part in parts) for i, parts in found.items()}
+    if not len(dead):
+        return sizes, {}
     bitmap = np.zeros(int(dead[-1]) + 2, np.uint8)  # the last slot stays 0: where clipped fids land
     bitmap[dead] = 1
-    stale = bitmap.take(np.concatenate([part[0] for _, part in flat]), mode="clip")
-    bounds = list(accumulate(sizes, initial=0))
-    counts = np.add.reduceat(stale, bounds[:-1], dtype=np.int64).tolist()
-    out: dict[int, list[tuple[np.ndarray, ...]]] = {}
-    for k, ((i, part), count) in enumerate(zip(flat, counts, strict=True)):
-        if count:
-            if count == sizes[k]:
-                continue
-            keep = stale[bounds[k] : bounds[k + 1]] == 0
-            part = tuple(column[keep] for column in part)
-        out.setdefault(i, []).append(part)
-    return out
+    flags = bitmap.take(np.concatenate([part[0] for parts in found.values() for part in parts]), mode="clip")
+    bounds = list(accumulate(sizes.values(), initial=0))  # each term's entries, parts in order
+    stale_before = np.concatenate(([0], np.cumsum(flags, dtype=np.int64)))[bounds].tolist()
+    live: dict[int, int] = {}
+    term_flags: dict[int, np.ndarray] = {}
+    for t, i in enumerate(sizes):
+        stale = stale_before[t + 1] - stale_before[t]
+        live[i] = sizes[i] - stale
+        if stale:
+            term_flags[i] = flags[bounds[t] : bounds[t + 1]]
+    return live, term_flags
 
 
 def _excluded(
@@ -170,31 +168,37 @@ def search(
     if stats.blocks <= 0 or k <= 0:
         return ()
     terms = lexical.query_terms(text)[:_MAX_QUERY_TERMS]
-    found = _without_dead(_gather(txn, db, terms), _dead(txn, db))
+    found = _gather(txn, db, terms)
     if not found:
         return ()
+    df, stale = _stale(found, _dead(txn, db))
     n, avg = stats.blocks, max(stats.total_length / stats.blocks, 1.0)
-    weighted = sorted(
-        ((idf(n, sum(len(p[0]) for p in parts)), i) for i, parts in found.items()), reverse=True
-    )
+    weighted = sorted(((idf(n, df[i]), i) for i in found if df[i]), reverse=True)
+    if not weighted:
+        return ()
     parts: list[tuple[np.ndarray, ...]] = []
     weights: list[float] = []
     counts: list[int] = []
+    flags: list[np.ndarray] = []
     spent = 0
     for weight, i in weighted:  # rarest first; stop before a term that would blow the budget
-        size = sum(len(p[0]) for p in found[i])
-        if spent and spent + size > budget:
+        if spent and spent + df[i] > budget:
             break
-        spent += size
+        spent += df[i]
         for part in found[i]:
             parts.append(part)
             weights.append(weight)
             counts.append(len(part[0]))
+        if stale:
+            flags.append(stale[i] if i in stale else np.zeros(sum(len(p[0]) for p in found[i]), np.uint8))
     fids, blocks, tfs, lens = (np.concatenate([p[c] for p in parts]) for c in range(4))
     tf = tfs.astype(np.float32)
     norm = np.float32(K1 * (1 - B)) + np.float32(K1 * B / avg) * lens
     scores = np.repeat(np.asarray(weights, np.float32) * np.float32(K1 + 1), counts) * tf / (tf + norm)
     keys = (fids.astype(np.int64) << 16) | blocks
+    if stale:
+        live = np.concatenate(flags) == 0
+        keys, scores = keys[live], scores[live]
     return _top_windows(txn, db, keys, scores, k, _excluded(txn, db, exclude))
 
 
