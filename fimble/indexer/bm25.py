@@ -9,9 +9,10 @@ the workspace; terms are taken rarest first and scoring stops after ``budget`` e
 drops the most common terms, whose IDF is near zero.
 
 Entries of replaced file versions (the ``dead`` fids) stay in their segments until compaction. They
-are dropped right after the lookup, before anything is counted: document frequencies, the budget and
-the scores then see the live content only, and an edited index ranks exactly like a fresh build of the
-same files (the block count and total length in ``Stats`` already count live versions only).
+are flagged right after the lookup: document frequencies and the budget count live entries only, and
+the flagged entries are masked before windows are scored, so an edited index ranks exactly like a
+fresh build of the same files (the block count and total length in ``Stats`` already count live
+versions only).
 """
 
 from __future__ import annotations
