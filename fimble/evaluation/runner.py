@@ -131,8 +131,10 @@ def prepare(
     progress: Progress | None = None,
 ) -> list[Prepared]:
     """Choose samples (about ``cross_share`` of them cross-file) and gather each one's context with
-    its masked line hidden from the index. The index must be built and writable; every file touched
-    is restored from disk before returning, also on errors."""
+    its masked line hidden from the index, and only that one: each file is restored from disk right
+    after its sample (before, the masks of earlier samples stayed until the end, hiding up to 40
+    lines of other files from later samples' context), and again before returning, also on errors.
+    The index must be built and writable."""
     from fimble.completion.context import ContextGatherer
 
     root = index.root
@@ -164,6 +166,8 @@ def prepare(
             # The server's sticky gatherer, fresh per sample: each sample is a new cursor region.
             chunks = ContextGatherer(index).chunks(sample.path, text, sample.line)
             ms = (time.perf_counter() - t0) * 1000
+            # Restored at once: the next sample's context must see this line in its file again.
+            index.update_file(root / sample.path)
             out.append(Prepared(sample, text, offset, tuple(c.as_tuple() for c in chunks), round(ms, 1)))
             if progress:
                 progress(1)

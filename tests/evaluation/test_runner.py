@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from fimble.completion.context import ContextGatherer
 from fimble.evaluation.runner import EvalConfig, open_index, prepare
 from fimble.evaluation.sources import source_files
 
@@ -78,3 +79,29 @@ def test_cross_unseen_keeps_only_names_the_file_has_not_shown_above(repo: Path) 
     # ``house`` calls the two functions the import line above it names: cross-file, but not unseen
     assert any(p.sample.cross_file and p.sample.line > 1 for p in every)
     assert not any(p.sample.cross_file and p.sample.line > 1 for p in unseen)
+
+
+def test_each_sample_hides_only_its_own_line(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Other files are as on disk while a sample's context is gathered: an earlier sample's mask
+    would hide a definition a later sample's context needs."""
+    names = [f"unit_{i}" for i in range(12)]
+    (repo / "units.py").write_text("".join(f"def {n}(): pass\n" for n in names))
+    files = source_files(repo)
+    index = open_index(repo)
+    on_disk = {"app.py": ["house"], "shapes.py": ["rectangle_area", "circle_area"], "units.py": names}
+    checked: list[str] = []
+    gather = ContextGatherer.chunks
+
+    def chunks(self, path, text, line, **kw):  # type: ignore[no-untyped-def]
+        for other, names in on_disk.items():
+            if other != path:
+                assert [d.name for d in index.file_outline(other)] == names
+        checked.append(path)
+        return gather(self, path, text, line, **kw)
+
+    monkeypatch.setattr(ContextGatherer, "chunks", chunks)
+    try:
+        prepare(index, files, EvalConfig(samples=16, seed=0, cross_share=0.5))
+    finally:
+        index.close()
+    assert "units.py" in checked and len(set(checked)) > 1
