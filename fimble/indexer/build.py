@@ -287,20 +287,25 @@ def _analyze_pooled(
                 return False
             done, _ = wait(inflight, return_when=FIRST_COMPLETED)
             for future in done:
-                group_tasks, size = inflight.pop(future)
+                group_tasks, size = inflight[future]
                 try:
                     results = future.result()
                 except BrokenProcessPool:
-                    raise
+                    raise  # (its group stays in ``inflight``, so the fallback below analyses it)
                 except Exception:
                     log.exception("indexing worker failed; analysing %d file(s) in-process", len(group_tasks))
                     results = [analyze_path(t, worker_config(config)) for t in group_tasks]
+                del inflight[future]  # only now: a group leaves ``inflight`` when its results are in
                 for result in results:
                     committer.add(result)
                 tracker.advance(len(group_tasks), size)
             if stop.is_set() and not inflight:
                 return False
     except BrokenProcessPool:
+        # Every group is in exactly one place here: committed (its results were added), in
+        # ``inflight`` (submitted, results not taken, whatever state its future is in) or in
+        # ``groups[next_group:]`` (not submitted yet). The last two are analysed here, so the pass
+        # ends with the same index as one the pool finished.
         log.warning("the indexing pool died; finishing the pass in-process")
         pool.shutdown(wait=False, cancel_futures=True)
         rest = [t for g, _ in list(inflight.values()) + groups[next_group:] for t in g]

@@ -7,6 +7,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from fimble.indexer import IndexConfig, Progress, WorkspaceIndex
 from tests.indexer.conftest import write
 
@@ -239,3 +241,128 @@ def test_tail_groups_are_analysed_here_while_the_pool_starts(workspace: Path) ->
     assert len(groups) == 1 and sink.files == 3
     assert [r.rel for r in sink.results] == [p.name for p in reversed(paths[1:])]
     assert all(isinstance(r, FileDoc) for r in sink.results)
+
+
+def _contents(ix: WorkspaceIndex) -> dict:
+    """Everything a pass decides, without what depends on the order files were committed in (fids,
+    segments): per file its record, outline and imports; the totals; a search."""
+    from fimble.indexer.build import known_files
+
+    store = ix._store
+    files = known_files(store)
+    state: dict = {}
+    for rel, (size, _mtime, digest) in sorted(files.items()):
+        outline = tuple((d.qualname, d.kind, d.span) for d in ix.file_outline(rel))
+        imports = tuple((i.spec, i.names, i.targets) for i in ix.imports_of(rel))
+        state[rel] = (size, digest, outline, imports)
+    with store.read() as txn:
+        state["#skipped"] = sorted(k for k, _ in txn.cursor(db=store.db["skipped"]))
+    stats = ix.stats()
+    state["#stats"] = (stats.files, stats.definitions, stats.blocks, stats.languages, stats.ready)
+    state["#search"] = [s.path for s in ix.search("zanzibarquux User make_user", k=5)]
+    return state
+
+
+def _clean_build(workspace: Path, home: Path, monkeypatch) -> dict:
+    monkeypatch.setenv("FIMBLE_HOME", str(home))
+    with WorkspaceIndex.open(workspace, IndexConfig(workers=0)) as ix:
+        ix.build()
+        return _contents(ix)
+
+
+class _DyingPool:
+    """Stands in for the ProcessPoolExecutor: answers the first ``alive`` submissions, then dies the
+    way a real pool does when a worker exits: every future not answered yet fails with
+    BrokenProcessPool, and (with ``refuse``) so does the next submission."""
+
+    def __init__(self, *args: object, alive: int, refuse: bool, **kwargs: object) -> None:
+        self.alive = alive
+        self.refuse = refuse
+        self.submitted = 0
+
+    def submit(self, fn, tasks):
+        from concurrent.futures import Future
+        from concurrent.futures.process import BrokenProcessPool
+
+        from fimble.indexer.build import worker_config
+        from fimble.indexer.worker import analyze_path
+
+        if self.refuse and self.submitted > self.alive:
+            raise BrokenProcessPool("a child process terminated abruptly")
+        self.submitted += 1
+        future: Future = Future()
+        if self.submitted <= self.alive:
+            future.set_result([analyze_path(t, worker_config(IndexConfig())) for t in tasks])
+        else:
+            future.set_exception(BrokenProcessPool("a child process terminated abruptly"))
+        return future
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        pass
+
+
+@pytest.mark.parametrize("refuse", [False, True], ids=["found-in-results", "found-on-submit"])
+@pytest.mark.parametrize("alive", [0, 2])
+def test_pool_death_mid_pass_gives_the_same_index(
+    workspace: Path, tmp_path: Path, monkeypatch, caplog, alive: int, refuse: bool
+) -> None:
+    """Groups in flight when the pool dies are analysed in-process, none lost, none twice. (A group
+    whose future failed used to leave ``inflight`` before the error was raised, so the fallback
+    never saw it: a build lost up to 32 files, the biggest first.)"""
+    from fimble.indexer import build
+
+    pools: list[_DyingPool] = []
+
+    def make_pool(*args: object, **kwargs: object) -> _DyingPool:
+        pools.append(_DyingPool(alive=alive, refuse=refuse))
+        return pools[-1]
+
+    monkeypatch.setattr(build, "ProcessPoolExecutor", make_pool)
+    with (
+        caplog.at_level("WARNING", logger="fimble.indexer.build"),
+        WorkspaceIndex.open(workspace, IndexConfig(workers=2, pool_min_files=1)) as ix,
+    ):
+        report = ix.build()
+        dying = _contents(ix)
+    assert "the indexing pool died" in caplog.text and pools[0].submitted > alive  # died, a group in flight
+    assert report.parsed + report.skipped == report.scanned
+    assert dying == _clean_build(workspace, tmp_path / "clean-home", monkeypatch)
+
+
+UNGUARDED = """
+import os
+from fimble.indexer import IndexConfig, WorkspaceIndex
+
+# No ``if __name__ == "__main__":``: each pool worker imports this script again, cannot open the
+# index the parent holds (IndexLocked) and dies, so the pool breaks.
+ix = WorkspaceIndex.open(os.environ["FIMBLE_TEST_ROOT"], IndexConfig(workers=2, pool_min_files=1))
+report = ix.build()
+ix.close()
+print("PARSED", report.parsed + report.skipped, report.scanned)
+"""
+
+
+@pytest.mark.slow
+def test_unguarded_script_whose_pool_dies_gives_the_same_index(
+    workspace: Path, tmp_path: Path, monkeypatch
+) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    script = tmp_path / "unguarded.py"
+    script.write_text(UNGUARDED)
+    env = {**os.environ, "FIMBLE_TEST_ROOT": str(workspace), "PYTHONPATH": str(root)}
+    for run in range(3):  # which groups are in flight when the pool dies varies from run to run
+        home = tmp_path / f"home-{run}"
+        env["FIMBLE_HOME"] = str(home)
+        done = subprocess.run(
+            [sys.executable, str(script)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "the indexing pool died" in done.stderr
+        parsed, scanned = done.stdout.split()[1:3]
+        assert parsed == scanned
+        monkeypatch.setenv("FIMBLE_HOME", str(home))
+        with WorkspaceIndex.open(workspace, IndexConfig(workers=0), writable=False) as ix:
+            assert _contents(ix) == _clean_build(workspace, tmp_path / f"clean-{run}", monkeypatch)
