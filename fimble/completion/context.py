@@ -9,7 +9,6 @@ and it orders chunks from most stable (outlines of imported modules) to least (l
 
 from __future__ import annotations
 
-import builtins
 import logging
 import re
 import threading
@@ -35,6 +34,7 @@ from fimble.completion.skeletons import (
     returned_classes,
 )
 from fimble.completion.unbound import (
+    PYTHON_BUILTINS,
     bound_names,
     code_only,
     import_rows,
@@ -102,7 +102,6 @@ class ContextChunk:
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ATTRIBUTE = re.compile(r"\.\s*([A-Za-z_][A-Za-z0-9_]*)")
-_PY_BUILTINS = frozenset(dir(builtins))
 
 
 def _near_duplicate(text: str, window: str, threshold: float = 0.5) -> bool:
@@ -161,7 +160,7 @@ def _code_names(path: str, text: str, line: int, radius: int = 12) -> set[str] |
     rows = code_only(text).split("\n")
     window = "\n".join(rows[max(0, line - radius) : line + radius + 1])
     attributes = set(_ATTRIBUTE.findall(window))
-    return {n for n in _NAME.findall(window) if n not in _PY_BUILTINS or n in attributes}
+    return {n for n in _NAME.findall(window) if n not in PYTHON_BUILTINS or n in attributes}
 
 
 def _in_import_block(imports: Sequence[_Import], line: int) -> bool:

@@ -20,11 +20,19 @@ from typing import Any
 from fimble.completion.outlines import definition_chunk
 from fimble.completion.skeletons import Source
 
-__all__ = ["bound_names", "code_only", "import_rows", "unbound_definitions", "unbound_names"]
+__all__ = [
+    "PYTHON_BUILTINS",
+    "bound_names",
+    "code_only",
+    "import_rows",
+    "unbound_definitions",
+    "unbound_names",
+]
 
 log = logging.getLogger(__name__)
 
-_BUILTINS = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {"self", "cls"}
+# Names Python itself provides: never a workspace definition when written bare.
+PYTHON_BUILTINS = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {"self", "cls"}
 
 
 def import_rows(lines: Sequence[str]) -> set[int]:
@@ -71,7 +79,7 @@ def unbound_names(body: str, bound: set[str], limit: int = 12) -> list[str]:
     counts: dict[str, int] = {}
     for m in _USE.finditer(body):
         name = m.group(1)
-        if name not in bound and name not in here and name not in _BUILTINS:
+        if name not in bound and name not in here and name not in PYTHON_BUILTINS:
             counts[name] = counts.get(name, 0) + 1
     return sorted(counts, key=lambda n: -counts[n])[:limit]
 

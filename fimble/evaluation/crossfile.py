@@ -17,15 +17,14 @@ Pure functions over strings and small lookups, so they are tested without an ind
 
 from __future__ import annotations
 
-import builtins
-import keyword
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from fimble.completion.unbound import PYTHON_BUILTINS
+
 __all__ = ["Resolver", "Use", "classify", "code_uses", "not_named_above"]
 
-_COMMON = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {"self", "cls"}
 # ``x.get``, ``x.pop``, ``x.close``: the methods of builtin types and files are called on dicts, lists
 # and streams far more often than on the workspace's class that happens to define one too.
 _BUILTIN_ATTRS = frozenset(
@@ -95,7 +94,7 @@ def code_uses(line: str, column: int = 0) -> list[Use]:
         if start < column or not code[start]:
             continue
         name = m.group()
-        if len(name) < 3 or name in _COMMON:
+        if len(name) < 3 or name in PYTHON_BUILTINS:
             continue
         rest = line[end:].lstrip()
         if rest.startswith("=") and not rest.startswith("=="):
