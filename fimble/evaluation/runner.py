@@ -133,7 +133,7 @@ def prepare(
     """Choose samples (about ``cross_share`` of them cross-file) and gather each one's context with
     its masked line hidden from the index, and only that one: each file is restored from disk right
     after its sample (before, the masks of earlier samples stayed until the end, hiding up to 40
-    lines of other files from later samples' context), and again before returning, also on errors.
+    lines of other files from later samples' context), also on errors.
     The index must be built and writable."""
     from fimble.completion.context import ContextGatherer
 
@@ -155,25 +155,26 @@ def prepare(
         files, config.samples, seed=config.seed, classify=cross, cross_share=config.cross_share
     )
     out: list[Prepared] = []
-    touched: set[str] = set()
+    masked: str | None = None  # the one file the index sees masked, restored after its sample
     try:
         for sample in samples:
             text, offset = mask(texts[sample.path], sample)
-            index.update_buffer(root / sample.path, text)
-            touched.add(sample.path)
+            masked = sample.path
+            index.update_buffer(root / masked, text)
             index.flush()
             t0 = time.perf_counter()
             # The server's sticky gatherer, fresh per sample: each sample is a new cursor region.
             chunks = ContextGatherer(index).chunks(sample.path, text, sample.line)
             ms = (time.perf_counter() - t0) * 1000
             # Restored at once: the next sample's context must see this line in its file again.
-            index.update_file(root / sample.path)
+            index.update_file(root / masked)
+            masked = None
             out.append(Prepared(sample, text, offset, tuple(c.as_tuple() for c in chunks), round(ms, 1)))
             if progress:
                 progress(1)
     finally:
-        for path in touched:
-            index.update_file(root / path)
+        if masked is not None:
+            index.update_file(root / masked)
         index.flush()
     return out
 
