@@ -235,6 +235,14 @@ class WorkspaceIndex:
         with self._snapshot() as txn:
             return reader.definitions(txn, self._store.db, name, prefix=prefix, limit=limit)
 
+    def has_file(self, path: str | os.PathLike[str]) -> bool:
+        """Whether the index holds ``path`` (an empty ``__init__.py`` too: it makes a package)."""
+        rel = self.relpath(path)
+        if rel is None:
+            return False
+        with self._snapshot() as txn:
+            return reader.TxnFiles(txn, self._store.db).exists(rel)
+
     def file_outline(self, path: str | os.PathLike[str]) -> tuple[Definition, ...]:
         """A file's definitions in source order: signatures and first doc lines, no bodies."""
         rel = self.relpath(path)
