@@ -12,11 +12,12 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from fimble.completion.fields import SourceLines
+from fimble.completion.imports import IMPORT_CHOICES, import_choices
 from fimble.completion.outlines import (
     TEST_FILE,
     definition_chunk,
@@ -38,6 +39,7 @@ from fimble.completion.unbound import (
     bound_names,
     code_only,
     import_rows,
+    imported_names,
     unbound_definitions,
     unbound_names,
 )
@@ -163,13 +165,14 @@ def _code_names(path: str, text: str, line: int, radius: int = 12) -> set[str] |
     return {n for n in _NAME.findall(window) if n not in PYTHON_BUILTINS or n in attributes}
 
 
-def _in_import_block(imports: Sequence[_Import], line: int) -> bool:
+def _in_import_block(imports: Sequence[_Import], line: int, text_rows: Iterable[int] = ()) -> bool:
     """The cursor sits among the file's imports (within two lines of one): it is probably writing
     one, so whole module outlines (not only the names already imported) are what helps. An import
     inside a function further down makes only its own lines an import block, not the whole file
-    between it and the top."""
+    between it and the top. ``text_rows`` are import rows read from the buffer, which a file just
+    opened has before the index does."""
     rows = [row for imp in imports if (row := getattr(imp, "line", None)) is not None]
-    return any(row - 2 <= line <= row + 2 for row in rows)
+    return any(row - 2 <= line <= row + 2 for row in [*rows, *text_rows])
 
 
 # Base scores by source; a mention of a name written near the cursor adds _MENTION each, so the chunks
@@ -211,7 +214,8 @@ def gather_context(
     scored by its source and by how many names written around the cursor it mentions; the best
     come first, so ``build_prompt``'s token budget keeps them. Chunks already visible around the
     cursor or nearly repeating it or each other are dropped. Index failures mean less context,
-    never no completion.
+    never no completion. Among a Python file's imports, one more chunk comes last: the import
+    statements the file lacks (``IMPORT_CHOICES``), which guide decoding instead of being shown.
     """
     lines = text.splitlines()
     lo, hi = max(0, line - window_lines), min(len(lines), line + window_lines)
@@ -233,12 +237,13 @@ def gather_context(
 
     try:
         imports = index.imports_of(path)
-        whole = line in in_imports or _in_import_block(imports, line)
+        whole = _in_import_block(imports, line, in_imports)
         # Imported but not used yet: the line being written is about to use it (``HandoffOutputItem``
         # imported, its one use being typed), so its definition goes first. Among the imports, so
         # do the names the file uses but imports from nowhere: what the import being written is for.
         pending = {n for imp in imports if imp.targets for n in imp.names} - used
-        unbound = unbound_names(body, bound_names(index, path, imports), limit=40) if whole else []
+        bound = bound_names(index, path, imports) | imported_names(lines, in_imports)
+        unbound = unbound_names(body, bound, limit=40) if whole else []
         pending |= set(unbound)
         for imp in imports:
             if not imp.targets:
@@ -340,7 +345,16 @@ def gather_context(
         if _near_duplicate(chunk.text, "\n".join(c.text for c in chunks)):  # says what is already there
             continue
         chunks.append(chunk)
-    return chunks[:max_chunks]
+    chunks = chunks[:max_chunks]
+    if unbound:  # not shown to the model: it guides the import line (``fimble.completion.guide``)
+        try:
+            choices = import_choices(index, path, unbound, imports)
+        except Exception:
+            log.debug("import choices for %s failed", path, exc_info=True)
+        else:
+            if choices:
+                chunks.append(ContextChunk(path, choices.as_text(), IMPORT_CHOICES))
+    return chunks
 
 
 @dataclass

@@ -25,6 +25,7 @@ __all__ = [
     "bound_names",
     "code_only",
     "import_rows",
+    "imported_names",
     "unbound_definitions",
     "unbound_names",
 ]
@@ -50,6 +51,25 @@ def import_rows(lines: Sequence[str]) -> set[int]:
     return rows
 
 
+def imported_names(lines: Sequence[str], rows: set[int]) -> set[str]:
+    """Names the import statements on ``rows`` bind (``a.b as c`` binds ``c``, ``import a.b`` binds
+    ``a``), read from the text: the editor's buffer is newer than the index's copy of the file."""
+    out: set[str] = set()
+    for row in rows:
+        text = lines[row].split("#", 1)[0].strip()
+        if text.startswith("from ") and " import " in text:
+            text = text.split(" import ", 1)[1]
+        elif text.startswith("import "):
+            text = text[len("import ") :]
+        for item in text.strip("()\\ ").split(","):
+            words = item.split()
+            if len(words) == 3 and words[1] == "as":
+                out.add(words[2])
+            elif len(words) == 1 and words[0] != "*":
+                out.add(words[0].split(".")[0])
+    return out
+
+
 _BOUND_HERE = re.compile(
     r"\b(?:def|class)\s+([A-Za-z_]\w*)|\b(?:for|as|import|global|nonlocal)\s+([A-Za-z_]\w*)|"
     r"^\s*([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)",
@@ -60,6 +80,14 @@ _PARAMS = re.compile(r"\bdef\s+\w+\s*\(((?:[^()]|\([^()]*\))*)\)|\blambda\b([^:]
 _PARAM = re.compile(r"(?:^|,)\s*\*{0,2}([A-Za-z_]\w*)")
 _STRINGS = re.compile(r"(\"\"\"|''')[\s\S]*?\1|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|#[^\n]*")
 _USE = re.compile(r"(?<![.\w])([A-Za-z_][A-Za-z0-9_]{2,})\b(?!\s*=[^=])")
+# Names written in strings that are still uses: a forward reference in an annotation (``-> "Trace"``,
+# ``list["MCPServer"]``) and a package's ``__all__`` entries (what its import lines are for).
+_FORWARD_REF = re.compile(
+    r"(?:->|:|\[|\|)\s*(['\"])([A-Za-z_][\w.]*(?:\[[\w., |\[\]]*\])?(?:\s*\|\s*None)?)\1"
+)
+_ALL = re.compile(r"^__all__\s*(?::[^=\n]*)?[+]?=\s*[\[(]([^\])]*)[\])]", re.M)
+_QUOTED_NAME = re.compile(r"['\"]([A-Za-z_]\w*)['\"]")
+_REF_NAME = re.compile(r"(?<![.\w])([A-Z]\w{2,})")  # classes: a dict's ``"key": "value"`` is not one
 
 
 def code_only(text: str) -> str:
@@ -71,7 +99,10 @@ def code_only(text: str) -> str:
 def unbound_names(body: str, bound: set[str], limit: int = 12) -> list[str]:
     """Names the file's code uses that nothing in the file binds (no import, definition, assignment,
     parameter or loop variable): what an import being written is most likely for. Most frequent
-    first; attributes (``x.name``) and keyword arguments do not count."""
+    first; attributes (``x.name``) and keyword arguments do not count; names in forward references
+    and in ``__all__`` do (after the others)."""
+    quoted = [n for m in _FORWARD_REF.finditer(body) for n in _REF_NAME.findall(m.group(2))]
+    quoted += [n for m in _ALL.finditer(body) for n in _QUOTED_NAME.findall(m.group(1))]
     body = _STRINGS.sub('""', body)
     here = {next(g for g in m.groups() if g) for m in _BOUND_HERE.finditer(body)}
     for m in _PARAMS.finditer(body):
@@ -81,7 +112,11 @@ def unbound_names(body: str, bound: set[str], limit: int = 12) -> list[str]:
         name = m.group(1)
         if name not in bound and name not in here and name not in PYTHON_BUILTINS:
             counts[name] = counts.get(name, 0) + 1
-    return sorted(counts, key=lambda n: -counts[n])[:limit]
+    found = sorted(counts, key=lambda n: -counts[n])
+    for name in dict.fromkeys(quoted):
+        if name not in counts and name not in bound and name not in here and name not in PYTHON_BUILTINS:
+            found.append(name)
+    return found[:limit]
 
 
 def bound_names(index: Any, path: str, imports: Sequence[Any]) -> set[str]:

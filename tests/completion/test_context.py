@@ -102,7 +102,7 @@ def index() -> FakeIndex:
 
 
 def test_order_and_reasons() -> None:
-    chunks = gather_context(index(), "app.py", "from util.dates import parse\nx = parse(s, User)\n", 1)
+    chunks = gather_context(index(), "app.py", "from util.dates import parse\n\n\nx = parse(s, User)\n", 3)
     assert [c.path for c in chunks] == ["util/dates.py", "models.py", "other.py"]
     assert chunks[0].reason == "imported: parse"
     assert "def parse(s: str) -> date:" in chunks[0].text and "def other" not in chunks[0].text

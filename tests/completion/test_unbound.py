@@ -60,3 +60,12 @@ def test_only_names_defined_once_elsewhere_at_top_level_are_shown() -> None:
     assert ("log.py", "logger") in seen
     assert unbound_definitions(index, "app.py", ["logger"], seen) == []
     assert unbound_definitions(object(), "app.py", ["logger"], set()) == []
+
+
+def test_forward_references_and_all_entries_count_as_uses_after_the_code_s_own() -> None:
+    body = (
+        '__all__ = ["Agent", "Runner", "helper"]\n'
+        'def f(x: "Trace | None", y: list["MCPServer"]) -> "t.Optional[Span]":\n'
+        '    d = {"key": "value"}\n    return Missing\n\ndef helper(): pass\n'
+    )
+    assert unbound_names(body, {"t"}) == ["Missing", "Agent", "Trace", "MCPServer", "Span", "Runner"]
