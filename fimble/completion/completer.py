@@ -22,6 +22,7 @@ from fimble.completion.cache import CacheConfig, Cached, CompletionCache, reques
 from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine, Generation
 from fimble.completion.fim import FimPrompt
+from fimble.completion.guide import Guide
 from fimble.completion.loading import load_engine
 from fimble.completion.report import generation_stats
 from fimble.completion.service import CompletionRequest, CompletionResult, complete, wants_multiline
@@ -245,6 +246,7 @@ class Completer(WorkAhead, Adoption):
         key: str | None = None,
         stop: Callable[[str], tuple[str, int] | None] | None = None,
         on_text: Callable[[str], None] | None = None,
+        guide: Guide | None = None,
     ) -> Job[Generation]:
         """Queue a raw generation (HTTP clients that send a ready prompt); ``prompt`` may be built on
         the worker thread from the engine (tokenizer, FIM ids). A built ``FimPrompt`` lets the engine
@@ -265,6 +267,7 @@ class Completer(WorkAhead, Adoption):
                 cancel=cancel,
                 on_text=on_text,
                 reuse_limit=reuse_limit,
+                guide=guide,
             )
             self._record(gen, queued_ms=(started - submitted) * 1000, path=None)
             return gen

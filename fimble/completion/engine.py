@@ -31,6 +31,7 @@ from fimble.completion.speculative import DraftPolicy, DraftStats, PromptLookup
 from fimble.errors import Cancelled, EngineError, ModelCorrupt
 
 if TYPE_CHECKING:
+    from fimble.completion.guide import Guide
     from fimble.completion.warmup import Warmer
 
 __all__ = ["Engine", "EngineConfig", "Generation", "StopCheck", "default_threads"]
@@ -82,6 +83,7 @@ class Generation:
     drafts: int = 0  # decoding steps that checked a draft (speculative decoding)
     drafted: int = 0  # draft tokens checked
     accepted: int = 0  # draft tokens the model agreed with (each spared one decoding step)
+    guide: str = ""  # an import line's guide: "kept" to its choices, "released" to the model, "" none
 
     @property
     def tokens_per_s(self) -> float:
@@ -321,6 +323,16 @@ class Engine:
         logits = self._np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
         return int(logits.argmax())
 
+    def _guided(self, guide: Guide, text: str, k: int = 24) -> int:
+        """The guide's pick among the model's ``k`` best next tokens (by logit)."""
+        np = self._np
+        ptr = self._ll.llama_get_logits_ith(self._ctx, -1)
+        logits = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+        top = np.argpartition(logits, -k)[-k:]
+        top = top[np.argsort(-logits[top], kind="stable")]
+        ranked = [(int(t), self.piece(int(t)).decode("utf-8", "replace"), float(logits[t])) for t in top]
+        return guide.pick(text, ranked)
+
     def prepare(
         self, prompt: Sequence[int], cancel: CancelToken | None = None, reuse_limit: int = 0
     ) -> tuple[int, int]:
@@ -504,6 +516,7 @@ class Engine:
         on_text: Callable[[str], None] | None = None,
         reuse_limit: int = 0,
         speculative: bool | None = None,
+        guide: Guide | None = None,
     ) -> Generation:
         """Greedy completion of ``prompt`` (token ids).
 
@@ -516,6 +529,9 @@ class Engine:
         batch. Tokens come out of the model one at a time either way and go through the same checks
         in the same order; only the KV cells of tokens a plain decode would not have computed yet are
         dropped at the end, so the output, the stop reasons and the cache are those of plain decoding.
+
+        A ``guide`` (``fimble.completion.guide``) picks each token from the model's best few instead
+        of the argmax; guided decoding is plain (no drafts): the lines it guides are short.
         """
         import codecs
 
@@ -531,12 +547,12 @@ class Engine:
         text = ""
         reason = "max_tokens"
         stop_ids = self.fim.stop
-        spec = self.speculative if speculative is None else speculative
+        spec = (self.speculative if speculative is None else speculative) and guide is None
         lookup = self._lookup(prompt) if spec else None
         stats = DraftStats()
         # Next tokens the model has already chosen; all but the last have their KV cells computed
         # (accepted draft tokens), which a plain decode would compute only when it got to them.
-        chosen: deque[int] = deque([self._argmax()])
+        chosen: deque[int] = deque([self._argmax() if guide is None else self._guided(guide, "")])
         ahead = 0  # such cells at the end of the cache, dropped on leaving the loop
         self._cancel = cancel
         try:
@@ -566,7 +582,11 @@ class Engine:
                 if chosen:  # an accepted draft token: its KV is already there
                     continue
                 try:
-                    chosen.extend(self._step(tok, lookup, max_tokens - len(out_tokens), stats))
+                    if guide is None:
+                        chosen.extend(self._step(tok, lookup, max_tokens - len(out_tokens), stats))
+                    else:
+                        self._decode_at([(len(self._cached), tok)])
+                        chosen.append(self._guided(guide, text))
                 except Cancelled:
                     reason = "cancelled"
                     ahead = 0
@@ -591,6 +611,7 @@ class Engine:
             drafts=stats.drafts,
             drafted=stats.drafted,
             accepted=stats.accepted,
+            guide="" if guide is None else ("released" if guide.released else "kept"),
         )
 
     def _lookup(self, prompt: Sequence[int]) -> PromptLookup:

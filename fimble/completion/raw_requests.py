@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 from fimble.completion.engine import Engine, StopCheck
 from fimble.completion.fim import PREFIX_TOKENS, SUFFIX_TOKENS, FimPrompt, build_prompt
+from fimble.completion.guide import Guide, import_guide
+from fimble.completion.imports import split_choices
 from fimble.completion.postprocess import clean_completion
 from fimble.completion.raw_prompt import ContextFile, RawPrompt
 from fimble.completion.shape import analyze, resolve_language, stop_context
@@ -51,6 +53,7 @@ class RawPlan:
     context_files: int = 0
     multiline: bool | None = None
     info: dict[str, object] = field(default_factory=dict)  # filled by ``build``: truncated, files kept
+    guide: Guide | None = None  # an import line's choices (``fimble.completion.guide``)
 
 
 def stop_string_hit(text: str, stops: Sequence[str]) -> tuple[str, int] | None:
@@ -136,6 +139,7 @@ def _plan_fim(raw: RawPrompt, opts: GenerationOptions, checks: list[StopCheck]) 
     stops = opts.stop
     rest = ctx.suffix.split("\n", 1)[0].rstrip()
     info: dict[str, object] = {}
+    choices, raw_files = split_choices(raw.files)
 
     def build(engine: Engine) -> FimPrompt:
         # Room for the prompt: the context less the answer, a margin and the few control/path tokens.
@@ -144,7 +148,7 @@ def _plan_fim(raw: RawPrompt, opts: GenerationOptions, checks: list[StopCheck]) 
         if prefix_budget + suffix_budget > room:  # a small context: keep the 3:1 split within it
             prefix_budget, suffix_budget = room * 3 // 4, room // 4
         files_budget = max(0, room - prefix_budget - suffix_budget)
-        files, dropped = _fit_files(engine, raw.files, files_budget)
+        files, dropped = _fit_files(engine, raw_files, files_budget)
         info.update(files_used=len(files), files_dropped=dropped)
         pre, suf = prefix, suffix
         for _ in range(64):
@@ -192,9 +196,10 @@ def _plan_fim(raw: RawPrompt, opts: GenerationOptions, checks: list[StopCheck]) 
         streamable=streamable,
         max_tokens=opts.max_tokens,
         path=raw.path,
-        context_files=len(raw.files),
+        context_files=len(raw_files),
         multiline=multiline,
         info=info,
+        guide=import_guide(choices, prefix[prefix.rfind("\n") + 1 :]),
     )
 
 

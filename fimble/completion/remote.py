@@ -147,8 +147,11 @@ class RemoteEngine:
         cancel: CancelToken | None = None,
         on_text: Callable[[str], None] | None = None,
         reuse_limit: int = 0,
+        guide: object = None,
     ) -> Generation:
-        """Stream a completion of ``prompt`` from the server, applying ``stop`` to the text so far."""
+        """Stream a completion of ``prompt`` from the server, applying ``stop`` to the text so far.
+
+        A ``guide`` is ignored: it needs each token's logits, which the server keeps to itself."""
         t0 = time.perf_counter()
         body: dict[str, Any] = {
             "model": self.config.model,

@@ -19,10 +19,11 @@ def timings_line(gen: Generation) -> str:
     """Prompt size, KV reuse, timings and stop reason on one line."""
     tps = len(gen.tokens) / (gen.generation_ms / 1000) if gen.generation_ms > 0 else 0.0
     drafts = f", {gen.accepted}/{gen.drafted} drafted tokens accepted" if gen.drafted else ""
+    guide = f" | import guide: {gen.guide}" if gen.guide else ""
     return (
         f"prompt {gen.prompt_tokens} tokens: {gen.tokens_evaluated} evaluated, {gen.tokens_reused} reused, "
         f"{gen.prompt_ms:.0f} ms | generated {len(gen.tokens)} tokens in {gen.generation_ms:.0f} ms "
-        f"({tps:.1f} tok/s{drafts}) | stop: {gen.stop_reason}"
+        f"({tps:.1f} tok/s{drafts}) | stop: {gen.stop_reason}{guide}"
     )
 
 
@@ -38,6 +39,7 @@ def generation_stats(gen: Generation) -> dict[str, Any]:
         "generation_ms": round(gen.generation_ms, 1),
         "drafted": gen.drafted,  # speculative decoding: draft tokens checked, and accepted
         "accepted": gen.accepted,
+        **({"guide": gen.guide} if gen.guide else {}),  # an import line kept to what would work
     }
 
 

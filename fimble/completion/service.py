@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine, Generation
 from fimble.completion.fim import PREFIX_TOKENS, SUFFIX_TOKENS, build_prompt
+from fimble.completion.guide import import_guide
+from fimble.completion.imports import split_choices
 from fimble.completion.postprocess import clean_completion
 from fimble.completion.shape import analyze, resolve_language, stop_context
 from fimble.completion.stops import make_stop_check
@@ -82,6 +84,7 @@ def complete(
     ``on_text`` sees the raw text generated so far after each token (a request typed meanwhile may
     wait for this generation when it agrees with it)."""
     prefix, suffix = request.prefix, request.suffix
+    choices, files = split_choices(request.context_files)
     syntax = analyze(prefix, suffix, resolve_language(request.language, request.path), request.multiline)
     multiline = syntax.multiline
     prompt = build_prompt(
@@ -90,7 +93,7 @@ def complete(
         prefix,
         suffix,
         path=request.path,
-        files=request.context_files,
+        files=files,
         prefix_budget=request.prefix_budget,
         suffix_budget=request.suffix_budget,
     )
@@ -104,7 +107,7 @@ def complete(
                 prefix,
                 suffix,
                 path=request.path,
-                files=request.context_files if context else (),
+                files=files if context else (),
                 prefix_budget=prefix_budget,
                 suffix_budget=suffix_budget,
                 prefix_start=start,
@@ -121,6 +124,7 @@ def complete(
         cancel=cancel,
         on_text=on_text,
         reuse_limit=prompt.stable_len,
+        guide=import_guide(choices, prefix[prefix.rfind("\n") + 1 :]),
     )
     if warmer is not None:
         warmer.observe(generation)

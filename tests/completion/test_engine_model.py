@@ -12,6 +12,8 @@ import pytest
 from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine, EngineConfig
 from fimble.completion.fim import build_prompt
+from fimble.completion.guide import ImportGuide
+from fimble.completion.imports import IMPORT_CHOICES, ImportChoices
 from fimble.completion.service import CompletionRequest, complete
 from tests.model_paths import DEFAULT, SMALL, model_path
 
@@ -92,6 +94,28 @@ def test_single_line_stops_at_newline(small: Engine) -> None:
     )
     assert "\n" not in result.text
     assert result.stop_reason in ("newline", "eog", "max_tokens")
+
+
+IMPORTING = "from pkg.cache import \n\n\nstore = Store()\nbucket = Bucket(store)\nbucket.fill(store)\n"
+
+
+def test_a_guide_keeps_the_import_line_to_its_choices(small: Engine) -> None:
+    """Whatever the model would have named, the guided line names what the module can give."""
+    typed = "from pkg.cache import "
+    forced = ImportGuide(ImportChoices({"pkg.cache": ("Store",)}), typed, margin=float("inf"))
+    gen = small.generate(fim_prompt(small, typed, IMPORTING[len(typed) :]), max_tokens=12, guide=forced)
+    assert gen.text.split("\n")[0].rstrip() == "Store"
+    assert gen.guide == "kept"
+    request = CompletionRequest(
+        text=IMPORTING,
+        offset=len(typed),
+        max_tokens=12,
+        context_files=(ImportChoices({"pkg.cache": ("Bucket", "Store")}).as_snippet("app.py"),),
+    )
+    result = complete(small, request)  # the service: choices guide the line and are not in the prompt
+    assert f"{typed}{result.text}".split(", ")[0] in (f"{typed}Bucket", f"{typed}Store"), result.text
+    assert result.generation.guide in ("kept", "released")
+    assert all(p.reason != IMPORT_CHOICES for p in result.parts)
 
 
 def test_max_tokens_stop(small: Engine) -> None:

@@ -6,6 +6,7 @@ import pytest
 
 from fimble.completion import raw_requests
 from fimble.completion.fim import FimPrompt, FimTokens
+from fimble.completion.imports import ImportChoices
 from fimble.completion.raw_prompt import RawPrompt
 from fimble.completion.raw_requests import GenerationOptions, plan_request, stop_string_hit, stop_string_hold
 
@@ -41,6 +42,18 @@ def test_fim_plan_builds_the_trained_layout_from_ids() -> None:
     assert plan.fim and plan.path == "app.py" and plan.info["files_used"] == 1
     built = plan.build(CharEngine())
     assert isinstance(built, FimPrompt) and render(built.tokens[: built.stable_len]).endswith("<SEP>app.py\n")
+
+
+def test_import_choices_among_the_files_guide_the_line_and_stay_out_of_the_prompt() -> None:
+    choices = ImportChoices({"pkg.cache": ("Bucket",)})
+    files = (("u.py", "U = 1\n", "s"), choices.as_snippet("app.py"))
+    raw = RawPrompt(prefix="import os\nfrom ", suffix="\n", fim=True, path="app.py", files=files)
+    plan = plan_request(raw, GenerationOptions(max_tokens=8))
+    assert "pkg.cache" not in render(plan.build(CharEngine()))
+    assert plan.context_files == 1 and plan.info["files_used"] == 1
+    assert plan.guide is not None and plan.guide.typed == "from "
+    other = plan_request(RawPrompt(prefix="x = ", suffix="\n", fim=True, files=files), GenerationOptions())
+    assert other.guide is None  # not an import line
 
 
 def test_text_plan_tokenizes_plain_text_and_keeps_the_end_when_too_long() -> None:

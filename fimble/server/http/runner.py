@@ -115,7 +115,7 @@ class Runner:
             )
         try:
             job = self.completer.submit_tokens(
-                plan.build, max_tokens=plan.max_tokens, stop=plan.stop, on_text=on_text
+                plan.build, max_tokens=plan.max_tokens, stop=plan.stop, on_text=on_text, guide=plan.guide
             )
         except BaseException:
             self.gate.leave()

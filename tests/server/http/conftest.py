@@ -71,6 +71,7 @@ class FakeEngine:
         cancel: CancelToken | None = None,
         on_text: Callable[[str], None] | None = None,
         reuse_limit: int = 0,
+        guide: object = None,
     ) -> Generation:
         text_prompt = self.detokenize(prompt)
         self.prompts.append(text_prompt)

@@ -108,3 +108,18 @@ async def test_an_unsaved_edit_in_another_file_is_context_with_its_reason(client
     parts = (await status(client))["last"]["explain"]["parts"]
     recent = [p for p in parts if p["reason"].startswith("recently edited")]
     assert recent and recent[0]["path"] == "shapes/geometry.py", parts
+
+
+async def test_an_import_line_is_kept_to_a_statement_that_works(client: Any) -> None:
+    """Among the imports, the line names a module and a name the workspace really has: the one the
+    code below calls and nothing imports yet."""
+    await _index_ready(client)
+    text = "import math\nfrom \n\nprint(rectangle_area(2.0, math.pi))\n"
+    (client.root / "report.py").write_text(text)
+    uri = (client.root / "report.py").as_uri()
+    open_doc(client, uri, text)
+    result = await client.text_document_inline_completion_async(inline_params(uri, 1, len("from ")))
+    items = result.items if hasattr(result, "items") else result
+    assert items and items[0].insert_text == "shapes.geometry import rectangle_area", items
+    last = (await status(client))["last"]
+    assert last["explain"]["guide"] == "kept", last

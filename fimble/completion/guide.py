@@ -1,0 +1,103 @@
+"""Guided decoding: keep an import line to statements that can work, and let the model choose.
+
+The engine asks a guide for each token, showing it the model's best few tokens with their logits;
+``ImportGuide`` takes the best one that keeps the line a prefix of one of ``ImportChoices``'
+statements. Whether the line is an import at all is the model's call: until it reads ``from `` or
+``import ``, the guide only follows (an empty line among the imports may be ``try:``, ``__all__ =``
+or ``log = ...``). Then it steps aside for good, and the model writes what it likes, when none of
+those tokens fits or when the model prefers another token by more than ``margin`` (natural-log
+odds): an import of a package the workspace does not have, say. So a guided line is either one the
+model found plausible among those that work, or the model's own. Past the line's end the guide has
+nothing to say.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Protocol
+
+from fimble.completion.imports import ImportChoices
+
+__all__ = ["Guide", "ImportGuide", "import_guide"]
+
+# How much less likely (natural log of odds, ~e^-5 = 0.7%) a token that keeps the import workable
+# may be than the model's own choice and still be taken instead.
+MARGIN = 5.0
+_NAMES_SEP = re.compile(r",\s*")
+
+
+class Guide(Protocol):
+    released: bool  # stepped aside: the model chose freely from then on
+
+    def pick(self, text: str, ranked: Sequence[tuple[int, str, float]]) -> int:
+        """The next token after the generated ``text``, given the model's best (token, piece,
+        logit), best first; an empty piece is an end-of-generation or control token."""
+        ...
+
+
+class ImportGuide:
+    """Keeps ``typed + generated`` (the line without its indentation) a prefix of a statement in
+    ``choices``; see the module docstring."""
+
+    def __init__(self, choices: ImportChoices, typed: str = "", margin: float = MARGIN) -> None:
+        self.choices = choices
+        self.typed = typed
+        self.margin = margin
+        self.released = False
+
+    def viable(self, line: str) -> bool:
+        """``line`` can still become one of the statements (a finished one counts)."""
+        for module, names in self.choices.modules.items():
+            head = f"from {module} import "
+            if head.startswith(line):
+                return True
+            if line.startswith(head):
+                *done, last = _NAMES_SEP.split(line[len(head) :])
+                distinct = all(n in names for n in done) and len(set(done)) == len(done)
+                if distinct and any(n.startswith(last) for n in names if n not in done):
+                    return True
+        return any(f"import {x}".startswith(line) for x in self.choices.plain)
+
+    def finished(self, line: str) -> bool:
+        """``line`` is a whole statement of the choices."""
+        for module, names in self.choices.modules.items():
+            head = f"from {module} import "
+            if line.startswith(head):
+                parts = _NAMES_SEP.split(line[len(head) :])
+                if all(n in names for n in parts) and len(set(parts)) == len(parts):
+                    return True
+        return any(line == f"import {x}" for x in self.choices.plain)
+
+    def _fits(self, line: str, piece: str) -> bool:
+        if not piece:  # the end: only after a whole statement
+            return self.finished(line)
+        if "\n" in piece:
+            head = piece[: piece.index("\n")]
+            return self.finished((line + head).rstrip())
+        return self.viable(line + piece)
+
+    def pick(self, text: str, ranked: Sequence[tuple[int, str, float]]) -> int:
+        if self.released or "\n" in text or not ranked:
+            return ranked[0][0] if ranked else 0
+        line = self.typed + text
+        top = ranked[0]
+        if not line.startswith(("from ", "import ")) and not self._fits(line, top[1]):
+            self.released = True  # the model is not writing an import: not ours to say it should
+            return top[0]
+        for tok, piece, logit in ranked:
+            if self._fits(line, piece):
+                if top[2] - logit <= self.margin:
+                    return tok
+                break
+        self.released = True
+        return top[0]
+
+
+def import_guide(choices: ImportChoices | None, line_before_cursor: str) -> ImportGuide | None:
+    """A guide for a cursor whose line so far could start one of ``choices``, else None."""
+    if not choices:
+        return None
+    typed = line_before_cursor.lstrip()
+    guide = ImportGuide(choices, typed)
+    return guide if guide.viable(typed) else None

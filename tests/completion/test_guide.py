@@ -1,0 +1,85 @@
+"""The import guide keeps a line to statements that work, and steps aside when the model insists."""
+
+from __future__ import annotations
+
+from fimble.completion.guide import ImportGuide, import_guide
+from fimble.completion.imports import ImportChoices
+
+CHOICES = ImportChoices({".bccache": ("Bucket",), "jinja2.bccache": ("Bucket",), "typing": ("Any", "cast")})
+
+
+def _ranked(*pieces: tuple[str, float]) -> list[tuple[int, str, float]]:
+    return [(i, piece, logit) for i, (piece, logit) in enumerate(pieces)]
+
+
+def test_viable_lines_are_prefixes_of_a_statement() -> None:
+    g = ImportGuide(CHOICES)
+    for line in ("", "fr", "from ", "from .bcc", "from .bccache import ", "from .bccache import Buck"):
+        assert g.viable(line), line
+    assert g.viable("from typing import Any, ca")
+    assert not g.viable("from .bccache import CodeGenerator")
+    assert not g.viable("from .environment")
+    assert not g.viable("from typing import Any, Any")  # a name once
+    assert not g.viable("import os")
+
+
+def test_finished_lines_bind_only_names_the_module_gives() -> None:
+    g = ImportGuide(CHOICES)
+    assert g.finished("from jinja2.bccache import Bucket")
+    assert g.finished("from typing import cast, Any")
+    assert not g.finished("from typing import Any, ")
+    assert not g.finished("from jinja2.bccache import Buck")
+
+
+def test_the_best_workable_token_within_the_margin_is_taken() -> None:
+    g = ImportGuide(CHOICES, "from .bccache import ")
+    # The model prefers a name bccache does not define; Bucket is close behind.
+    assert g.pick("", _ranked(("CodeGenerator", 3.0), ("Bucket", 1.5))) == 1
+    assert g.pick("Bucket", _ranked(("Gen", 2.0), ("\n", 1.0))) == 1  # ends only when whole
+    assert not g.released
+
+
+def test_the_model_s_own_choice_stands_when_it_fits() -> None:
+    g = ImportGuide(CHOICES, "from ")
+    assert g.pick("", _ranked((".bccache", 9.0), ("jinja2", 8.0))) == 0
+
+
+def test_whether_the_line_is_an_import_at_all_is_the_model_s_call() -> None:
+    g = ImportGuide(CHOICES)
+    assert g.pick("", _ranked(("try", 10.0), ("from", 9.5))) == 0  # ``try:`` among the imports
+    assert g.released
+    assert g.pick("try", _ranked((":", 5.0), ("from", 4.9))) == 0  # the model's own choice from now on
+    g = ImportGuide(CHOICES)
+    assert g.pick("", _ranked(("from", 10.0), ("try", 9.5))) == 0 and not g.released
+
+
+def test_a_model_that_insists_on_another_import_is_let_through_for_good() -> None:
+    g = ImportGuide(CHOICES, "from ")
+    # numpy is 6 nats ahead of any module that has a missing name: not one of ours.
+    assert g.pick("", _ranked(("numpy", 10.0), (".bcc", 4.0))) == 0
+    assert g.released
+
+
+def test_nothing_workable_among_the_best_lets_the_model_go() -> None:
+    g = ImportGuide(CHOICES, "from ")
+    assert g.pick("", _ranked(("numpy", 5.0), ("pandas", 4.0))) == 0
+    assert g.released
+
+
+def test_an_end_token_is_workable_only_after_a_whole_statement() -> None:
+    g = ImportGuide(CHOICES, "from typing import ")
+    assert g.pick("An", _ranked(("", 5.0), ("y", 4.0))) == 1
+    assert g.pick("Any", _ranked(("", 5.0), ("y", 4.0))) == 0
+
+
+def test_past_the_line_the_guide_has_nothing_to_say() -> None:
+    g = ImportGuide(CHOICES)
+    assert g.pick("from typing import Any\n", _ranked(("x", 1.0), ("from", 0.5))) == 0
+
+
+def test_a_guide_only_for_a_line_that_can_start_an_import() -> None:
+    assert import_guide(CHOICES, "    from .bcc") is not None
+    assert import_guide(CHOICES, "") is not None
+    assert import_guide(CHOICES, "x = ") is None
+    assert import_guide(None, "from ") is None
+    assert import_guide(ImportChoices(), "from ") is None
