@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fimble.completion.completer import EARLY_LINES
+from fimble.completion.imports import IMPORT_CHOICES
 from fimble.completion.postprocess import whole_lines
 from fimble.completion.report import explanation, generation_stats
 from fimble.completion.service import CompletionRequest, CompletionResult
@@ -127,7 +128,7 @@ class Suggester:
                 query.path, text[:offset], text[offset:], min(_CONTEXT_TIMEOUT_S, max(0.0, deadline - t0))
             )
             timeline["context_ms"] = round((time.monotonic() - t0) * 1000, 1)
-            timeline["context_files"] = len(context)
+            timeline["context_files"] = sum(1 for c in context if c[2] != IMPORT_CHOICES)  # files shown
             if not self._newest(query.key, seq):
                 timeline["outcome"] = "superseded"
                 return None
