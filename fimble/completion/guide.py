@@ -9,6 +9,9 @@ those tokens fits or when the model prefers another token by more than ``margin`
 odds): an import of a package the workspace does not have, say. So a guided line is either one the
 model found plausible among those that work, or the model's own. Past the line's end the guide has
 nothing to say.
+
+Inside a parenthesised ``from M import (`` list (openai-agents writes most of its imports so), a
+line is names of M, each followed by a comma: the guide keeps it to the missing names M can give.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ __all__ = ["Guide", "ImportGuide", "import_guide"]
 # may be than the model's own choice and still be taken instead.
 MARGIN = 5.0
 _NAMES_SEP = re.compile(r",\s*")
+# An import list still open before the cursor's line: ``from M import (`` with no ``)`` after it.
+_OPEN_LIST = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]*\(([^)]*)\Z", re.M)
 
 
 class Guide(Protocol):
@@ -40,33 +45,48 @@ class ImportGuide:
     """Keeps ``typed + generated`` (the line without its indentation) a prefix of a statement in
     ``choices``; see the module docstring."""
 
-    def __init__(self, choices: ImportChoices, typed: str = "", margin: float = MARGIN) -> None:
+    def __init__(
+        self, choices: ImportChoices, typed: str = "", margin: float = MARGIN, within: str | None = None
+    ) -> None:
         self.choices = choices
         self.typed = typed
         self.margin = margin
+        self.within = within  # the module of the open ``from M import (`` list the line is in
         self.released = False
+
+    def _names_fit(self, names: tuple[str, ...], listed: str, *, whole: bool) -> bool:
+        """``listed`` ("a, b, c") names distinct members of ``names``; the last one may be
+        unfinished unless ``whole``."""
+        *done, last = _NAMES_SEP.split(listed)
+        if not all(n in names for n in done) or len(set(done)) != len(done):
+            return False
+        if whole:
+            return last in names and last not in done
+        return any(n.startswith(last) for n in names if n not in done)
 
     def viable(self, line: str) -> bool:
         """``line`` can still become one of the statements (a finished one counts)."""
+        if self.within is not None:
+            names = self.choices.modules.get(self.within, ())
+            return self._names_fit(names, line, whole=False)
         for module, names in self.choices.modules.items():
             head = f"from {module} import "
             if head.startswith(line):
                 return True
-            if line.startswith(head):
-                *done, last = _NAMES_SEP.split(line[len(head) :])
-                distinct = all(n in names for n in done) and len(set(done)) == len(done)
-                if distinct and any(n.startswith(last) for n in names if n not in done):
-                    return True
+            if line.startswith(head) and self._names_fit(names, line[len(head) :], whole=False):
+                return True
         return any(f"import {x}".startswith(line) for x in self.choices.plain)
 
     def finished(self, line: str) -> bool:
-        """``line`` is a whole statement of the choices."""
+        """``line`` is a whole statement of the choices (in a list: names, a comma after the last
+        or not)."""
+        if self.within is not None:
+            names = self.choices.modules.get(self.within, ())
+            return self._names_fit(names, line.removesuffix(","), whole=True)
         for module, names in self.choices.modules.items():
             head = f"from {module} import "
-            if line.startswith(head):
-                parts = _NAMES_SEP.split(line[len(head) :])
-                if all(n in names for n in parts) and len(set(parts)) == len(parts):
-                    return True
+            if line.startswith(head) and self._names_fit(names, line[len(head) :], whole=True):
+                return True
         return any(line == f"import {x}" for x in self.choices.plain)
 
     def _fits(self, line: str, piece: str) -> bool:
@@ -82,7 +102,8 @@ class ImportGuide:
             return ranked[0][0] if ranked else 0
         line = self.typed + text
         top = ranked[0]
-        if not line.startswith(("from ", "import ")) and not self._fits(line, top[1]):
+        committed = self.within is not None or line.startswith(("from ", "import "))
+        if not committed and not self._fits(line, top[1]):
             self.released = True  # the model is not writing an import: not ours to say it should
             return top[0]
         for tok, piece, logit in ranked:
@@ -94,10 +115,17 @@ class ImportGuide:
         return top[0]
 
 
-def import_guide(choices: ImportChoices | None, line_before_cursor: str) -> ImportGuide | None:
-    """A guide for a cursor whose line so far could start one of ``choices``, else None."""
+def import_guide(choices: ImportChoices | None, prefix: str) -> ImportGuide | None:
+    """A guide for a cursor (``prefix``: the document before it) whose line so far could start one of
+    ``choices``, or be the next names of an open import list whose module has some; else None."""
     if not choices:
         return None
-    typed = line_before_cursor.lstrip()
-    guide = ImportGuide(choices, typed)
+    start = prefix.rfind("\n") + 1
+    typed = prefix[start:].lstrip()
+    within = None
+    if (found := _OPEN_LIST.search(prefix[max(0, start - 4000) : start])) is not None:
+        if found.group(1) not in choices.modules:
+            return None  # a list of a module with nothing the file lacks
+        within = found.group(1)
+    guide = ImportGuide(choices, typed, within=within)
     return guide if guide.viable(typed) else None

@@ -199,7 +199,7 @@ def _plan_fim(raw: RawPrompt, opts: GenerationOptions, checks: list[StopCheck]) 
         context_files=len(raw_files),
         multiline=multiline,
         info=info,
-        guide=import_guide(choices, prefix[prefix.rfind("\n") + 1 :]),
+        guide=import_guide(choices, prefix),
     )
 
 

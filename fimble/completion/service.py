@@ -124,7 +124,7 @@ def complete(
         cancel=cancel,
         on_text=on_text,
         reuse_limit=prompt.stable_len,
-        guide=import_guide(choices, prefix[prefix.rfind("\n") + 1 :]),
+        guide=import_guide(choices, prefix),
     )
     if warmer is not None:
         warmer.observe(generation)

@@ -83,3 +83,25 @@ def test_a_guide_only_for_a_line_that_can_start_an_import() -> None:
     assert import_guide(CHOICES, "x = ") is None
     assert import_guide(None, "from ") is None
     assert import_guide(ImportChoices(), "from ") is None
+
+
+LIST = "from agents import (\n    Agent,\n    "
+
+
+def test_inside_an_open_import_list_a_line_is_names_the_module_gives() -> None:
+    choices = ImportChoices({"agents": ("Runner", "RunConfig"), "agents.run": ("Runner",)})
+    g = import_guide(choices, LIST)
+    assert g is not None and g.within == "agents" and g.typed == ""
+    assert g.viable("Run") and g.viable("Runner,") and g.viable("Runner, RunC")
+    assert not g.viable("Agent") and not g.viable("Runner, Runner")
+    assert g.finished("Runner,") and g.finished("Runner") and not g.finished("Run")
+    # The model's ``Agent`` (already imported) gives way to the missing name, comma included.
+    assert g.pick("", _ranked(("Agent", 3.0), ("Runner", 2.0))) == 1
+    assert g.pick("Runner", _ranked(("\n", 3.0), (",", 2.5))) == 0  # no comma needed at the end
+
+
+def test_a_closed_list_or_a_list_of_another_module_is_not_guided_as_one() -> None:
+    choices = ImportChoices({"agents": ("Runner",)})
+    closed = "from agents import (\n    Agent,\n)\n"
+    assert import_guide(choices, closed + "from ").within is None
+    assert import_guide(choices, "from other import (\n    x,\n    ") is None
