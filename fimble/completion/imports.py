@@ -235,7 +235,7 @@ def import_choices(
     index: Any, importer: str, unbound: Sequence[str], imports: Sequence[Any]
 ) -> ImportChoices:
     """The statements that would bind ``unbound`` names (most used first) of the Python file
-    ``importer``: workspace definitions (one to three files each), modules of the workspace, and the
+    ``importer``: workspace definitions (up to eight per name), modules of the workspace, and the
     standard library. A name found nowhere gives no choice (the guide then lets the model write what
     it likes, see ``fimble.completion.guide``)."""
     if not importer.endswith(".py"):
