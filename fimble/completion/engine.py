@@ -552,7 +552,11 @@ class Engine:
         stats = DraftStats()
         # Next tokens the model has already chosen; all but the last have their KV cells computed
         # (accepted draft tokens), which a plain decode would compute only when it got to them.
-        chosen: deque[int] = deque([self._argmax() if guide is None else self._guided(guide, "")])
+
+        def pick() -> int:  # the model's next token, or the guide's choice for the text so far
+            return self._argmax() if guide is None else self._guided(guide, text)
+
+        chosen: deque[int] = deque([pick()])
         ahead = 0  # such cells at the end of the cache, dropped on leaving the loop
         self._cancel = cancel
         try:
@@ -582,11 +586,7 @@ class Engine:
                 if chosen:  # an accepted draft token: its KV is already there
                     continue
                 try:
-                    if guide is None:
-                        chosen.extend(self._step(tok, lookup, max_tokens - len(out_tokens), stats))
-                    else:
-                        self._decode_at([(len(self._cached), tok)])
-                        chosen.append(self._guided(guide, text))
+                    chosen.extend(self._step(tok, lookup, max_tokens - len(out_tokens), stats, pick))
                 except Cancelled:
                     reason = "cancelled"
                     ahead = 0
@@ -620,9 +620,12 @@ class Engine:
         control = {fim.prefix, fim.suffix, fim.middle, fim.pad, fim.repo_name, fim.file_sep}
         return PromptLookup(prompt, exclude={t for t in control if t is not None} | fim.stop)
 
-    def _step(self, tok: int, lookup: PromptLookup | None, budget: int, stats: DraftStats) -> list[int]:
+    def _step(
+        self, tok: int, lookup: PromptLookup | None, budget: int, stats: DraftStats, pick: Callable[[], int]
+    ) -> list[int]:
         """Decode ``tok`` (with a draft after it when one is worth it); returns the model's next
-        tokens: the accepted draft tokens, then the first token of its own choosing.
+        tokens: the accepted draft tokens, then the first token of its own choosing (``pick``: the
+        argmax, or a guide's choice).
 
         ``budget`` caps the draft at the tokens the request may still generate, so a fully accepted
         draft never computes more than plain decoding would. Rejected tokens leave the cache at once.
@@ -641,7 +644,7 @@ class Engine:
             draft = draft[: self.draft_policy.length(match_len, len(draft))]
         if not draft:
             self._decode_at([(pos, tok)])
-            return [self._argmax()]
+            return [pick()]
         cells = [(pos, tok)] + [(pos + 1 + i, t) for i, t in enumerate(draft)]
         picks, margins = self._decode_all(cells)
         accepted = 0
@@ -660,7 +663,7 @@ class Engine:
         # A near-tie: the token after the accepted ones is chosen by a single-token decode.
         self._truncate_record(pos + accepted)
         self._decode_at([cells[accepted]])
-        return [*picks[:accepted], self._argmax()]
+        return [*picks[:accepted], pick()]
 
     def _decode_all(self, cells: Sequence[tuple[int, int]]) -> tuple[list[int], list[float]]:
         """Evaluate a few (position, token) cells in one batch, with logits for every one; returns
