@@ -119,5 +119,15 @@ def eval_command(
                 f"p50 {g['latency_p50_ms']:.0f} ms  p90 {g['latency_p90_ms']:.0f} ms  "
                 f"tokens evaluated {g['tokens_evaluated_mean']:.0f}"
             )
+    for model_name, groups in report["context_effect"].items():
+        for group, g in groups.items():
+            if g["n"] and g["relative_change"] is not None:
+                ci = g["interval"]
+                sure = "" if g["p_value"] is None else f", sign test p={g['p_value']:.3g}"
+                sure += f", 95% interval {ci[0]:+.0%} to {ci[1]:+.0%}" if ci else ""
+                click.echo(
+                    f"context on {model_name}, {group}: {g['relative_change']:+.0%} "
+                    f"({g['won']} won, {g['lost']} lost{sure})"
+                )
     click.echo(report["recommendation"]["text"])
     click.echo(f"wrote {json_path} and {html_path}")

@@ -14,11 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from fimble.evaluation.metrics import percentile, summarize
+from fimble.evaluation.paired import paired_effect
 
 __all__ = [
+    "EFFECT_GROUPS",
     "GROUPS",
     "build_report",
     "condition",
+    "in_group",
+    "paired_outcomes",
     "recommend",
     "render_html",
     "typing_latency_ms",
@@ -28,6 +32,7 @@ __all__ = [
 # ``cross_file_unseen``: cross-file lines using a name the file does not show above the cursor, the
 # lines only repository context can help with (a subset of ``cross_file``).
 GROUPS = ("all", "cross_file", "cross_file_unseen", "other", "line_start", "mid_line")
+EFFECT_GROUPS = ("all", "cross_file", "cross_file_unseen", "other")  # (the groups the issue's target names)
 _PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#ff9da6", "#9d755d")
 
 
@@ -35,7 +40,7 @@ def condition(row: dict[str, Any]) -> str:
     return f"{row['model']} · {'context' if row['context'] else 'no context'}"
 
 
-def _in_group(row: dict[str, Any], group: str) -> bool:
+def in_group(row: dict[str, Any], group: str) -> bool:
     if group == "all":
         return True
     if group == "cross_file":
@@ -54,7 +59,7 @@ def _summaries(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         out[cond] = {
             "model": mine[0]["model"],
             "context": mine[0]["context"],
-            "groups": {g: summarize(r for r in mine if _in_group(r, g)).as_dict() for g in GROUPS},
+            "groups": {g: summarize(r for r in mine if in_group(r, g)).as_dict() for g in GROUPS},
         }
     return out
 
@@ -148,27 +153,28 @@ def build_report(rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> dict[s
     return {
         "meta": meta,
         "summaries": summaries,
-        "context_effect": _context_effect(summaries),
+        "context_effect": _context_effect(rows),
         "recommendation": recommend(rows, summaries),
         "samples": list(rows),
     }
 
 
-def _context_effect(summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per model and group: exact match without and with context, and the relative change."""
+def paired_outcomes(rows: Sequence[dict[str, Any]], model: str, group: str) -> list[tuple[bool, bool]]:
+    """(exact without context, exact with context) for each of ``model``'s lines in ``group`` that
+    was answered both ways (a line's ``id`` pairs its two rows)."""
+    off = {r["id"]: r for r in rows if r["model"] == model and not r["context"]}
+    on = {r["id"]: r for r in rows if r["model"] == model and r["context"]}
+    return [(bool(off[i]["exact"]), bool(on[i]["exact"])) for i in off if i in on and in_group(off[i], group)]
+
+
+def _context_effect(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per model and group, on the lines answered both with and without context: exact match each
+    way, the relative change, the lines won and lost, and how sure the change is."""
     out: dict[str, dict[str, Any]] = {}
-    models = dict.fromkeys(s["model"] for s in summaries.values())
-    for model in models:
-        on = next((s for s in summaries.values() if s["model"] == model and s["context"]), None)
-        off = next((s for s in summaries.values() if s["model"] == model and not s["context"]), None)
-        if on is None or off is None:
+    for model in dict.fromkeys(r["model"] for r in rows):
+        if not paired_outcomes(rows, model, "all"):
             continue
-        per: dict[str, Any] = {}
-        for group in ("all", "cross_file", "cross_file_unseen", "other"):
-            a, b = off["groups"][group]["exact_match"], on["groups"][group]["exact_match"]
-            rel = None if a in (None, 0) or b is None else round((b - a) / a, 3)
-            per[group] = {"without": a, "with": b, "relative_change": rel}
-        out[model] = per
+        out[model] = {g: paired_effect(paired_outcomes(rows, model, g)).as_dict() for g in EFFECT_GROUPS}
     return out
 
 
@@ -298,6 +304,7 @@ def render_html(report: dict[str, Any], *, max_rows: int = 300) -> str:
                 f"<td>{g['tokens_evaluated_mean']:.0f}</td><td>{g['prompt_tokens_mean']:.0f}</td></tr>"
             )
     parts.append("</table>")
+    parts.extend(_effect_table(report.get("context_effect", {})))
     labels = ["all", "cross-file", "not above", "other", "line start", "mid-line"]
 
     def series(metric: str) -> dict[str, list[float | None]]:
@@ -330,6 +337,34 @@ def render_html(report: dict[str, Any], *, max_rows: int = 300) -> str:
         )
     parts.append("</table></body></html>")
     return "\n".join(parts)
+
+
+def _effect_table(effect: dict[str, dict[str, Any]]) -> list[str]:
+    """What context changed on the same lines: won, lost, and how likely that is by chance."""
+    if not effect:
+        return []
+    names = {"all": "all", "cross_file": "cross-file", "cross_file_unseen": "not above", "other": "other"}
+    parts = [
+        "<h2>Context effect</h2><p>The same lines answered without and with repository context. Won: "
+        "right only with context; lost: right only without. p: exact sign test on won against lost; "
+        "interval: 95% bootstrap over the lines.</p><table><tr><th class='l'>model</th>"
+        "<th class='l'>lines</th><th>n</th><th>without</th><th>with</th><th>relative change</th>"
+        "<th>won</th><th>lost</th><th>p</th><th>interval</th></tr>"
+    ]
+    for model, groups in effect.items():
+        for group, g in groups.items():
+            if not g.get("n"):
+                continue
+            rel = "" if g["relative_change"] is None else f"{g['relative_change']:+.0%}"
+            ci = "" if not g.get("interval") else f"{g['interval'][0]:+.0%} … {g['interval'][1]:+.0%}"
+            p = "" if g.get("p_value") is None else f"{g['p_value']:.3g}"
+            parts.append(
+                f"<tr><td class='l'>{html.escape(model)}</td><td class='l'>{names.get(group, group)}</td>"
+                f"<td>{g['n']}</td><td>{_pct(g['without'])}</td><td>{_pct(g['with'])}</td><td>{rel}</td>"
+                f"<td>{g['won']}</td><td>{g['lost']}</td><td>{p}</td><td>{ci}</td></tr>"
+            )
+    parts.append("</table>")
+    return parts
 
 
 def _describe(meta: dict[str, Any]) -> str:

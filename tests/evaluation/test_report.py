@@ -23,10 +23,11 @@ def row(model: str, context: bool, cross: bool, exact: bool, ms: float, **kw: An
     return {**base, **kw}
 
 
+A, B = "a.py:1:1", "a.py:2:1"  # (a line's id pairs its answers without and with context)
 ROWS = [
-    row("small", False, True, False, 500), row("small", False, False, True, 600),
-    row("small", True, True, True, 900), row("small", True, False, True, 1000),
-    row("big", False, True, False, 3000), row("big", True, True, True, 4000),
+    row("small", False, True, False, 500, id=A), row("small", False, False, True, 600, id=B),
+    row("small", True, True, True, 900, id=A), row("small", True, False, True, 1000, id=B),
+    row("big", False, True, False, 3000, id=A), row("big", True, True, True, 4000, id=A),
 ]
 
 
@@ -38,8 +39,10 @@ def test_summaries_and_context_effect() -> None:
     assert s["small · no context"]["groups"]["other"]["n"] == 1
     assert s["big · no context"]["groups"]["other"]["n"] == 0
     effect = report["context_effect"]["small"]
-    assert effect["cross_file"] == {"without": 0.0, "with": 1.0, "relative_change": None}
-    assert effect["other"]["relative_change"] == 0.0
+    cross = effect["cross_file"]
+    assert (cross["without"], cross["with"], cross["relative_change"]) == (0.0, 1.0, None)
+    assert (cross["won"], cross["lost"]) == (1, 0)
+    assert effect["other"]["relative_change"] == 0.0 and effect["other"]["won"] == 0
 
 
 def test_cross_file_lines_whose_names_the_file_has_not_shown_are_their_own_group() -> None:
@@ -52,8 +55,25 @@ def test_cross_file_lines_whose_names_the_file_has_not_shown_are_their_own_group
     groups = report["summaries"]["m · context"]["groups"]
     assert groups["cross_file"]["n"] == 2 and groups["cross_file_unseen"]["n"] == 1
     effect = report["context_effect"]["m"]["cross_file_unseen"]
-    assert effect == {"without": 0.0, "with": 1.0, "relative_change": None}
+    assert (effect["n"], effect["without"], effect["with"], effect["relative_change"]) == (1, 0.0, 1.0, None)
     assert "not above: Thing" in render_html(report)
+
+
+def test_the_context_effect_pairs_the_same_lines_and_says_how_sure_it_is() -> None:
+    rows = []
+    for i in range(20):  # 10 lines right both ways, 8 won by context, 2 lost, 0 right neither way
+        off, on = (True, True) if i < 10 else (False, True) if i < 18 else (True, False)
+        line = f"a.py:{i}:1"
+        rows += [row("m", False, True, off, 500, id=line), row("m", True, True, on, 600, id=line)]
+    rows.append(row("m", True, True, True, 700, id="only-with-context.py:1:1"))  # (an interrupted run)
+    effect = build_report(rows, {})["context_effect"]["m"]["cross_file"]
+    assert (effect["n"], effect["won"], effect["lost"]) == (20, 8, 2)
+    assert effect["relative_change"] == 0.5  # 12 -> 18 of 20
+    assert effect["p_value"] == 0.109  # 2 * P(X <= 2), X ~ Binomial(10, 1/2)
+    lo, hi = effect["interval"]
+    assert lo < 0.5 < hi
+    page = render_html(build_report(rows, {}))
+    assert "Context effect" in page and "+50%" in page
 
 
 def test_recommendation_prefers_best_setting_within_the_latency_target() -> None:
