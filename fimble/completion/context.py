@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from fimble.completion.fields import SourceLines
-from fimble.completion.imports import IMPORT_CHOICES, import_choices
+from fimble.completion.imports import IMPORT_CHOICES, import_choices, open_list
 from fimble.completion.outlines import (
     TEST_FILE,
     definition_chunk,
@@ -348,7 +348,7 @@ def gather_context(
     chunks = chunks[:max_chunks]
     if unbound:  # not shown to the model: it guides the import line (``fimble.completion.guide``)
         try:
-            choices = import_choices(index, path, unbound, imports)
+            choices = import_choices(index, path, unbound, imports, _listing(lines, line))
         except Exception:
             log.debug("import choices for %s failed", path, exc_info=True)
         else:
@@ -357,11 +357,17 @@ def gather_context(
     return chunks
 
 
+def _listing(lines: Sequence[str], line: int) -> str | None:
+    """The module of the ``from M import (`` list the cursor's line is in, if any."""
+    return open_list("\n".join(lines[max(0, line - 200) : line]) + "\n")
+
+
 @dataclass
 class _Cached:
     path: str
     line: int
     chunks: list[ContextChunk] = field(default_factory=list)
+    listing: str | None = None  # (the import choices depend on it: a new list is a new region)
 
 
 class ContextGatherer:
@@ -387,9 +393,11 @@ class ContextGatherer:
     def chunks(self, path: str, text: str, line: int, *, refresh: bool = False) -> list[ContextChunk]:
         if self.index is None:
             return []
+        listing = _listing(text.splitlines(), line)
         with self._lock:
             cached = self._cache.get(path)
-            if cached is not None and not refresh and abs(cached.line - line) <= self.region:
+            near = cached is not None and abs(cached.line - line) <= self.region
+            if cached is not None and near and cached.listing == listing and not refresh:
                 return cached.chunks
         recent: Sequence[ContextChunk] = ()
         if self.recent is not None:
@@ -399,7 +407,7 @@ class ContextGatherer:
                 log.debug("recent regions failed", exc_info=True)
         chunks = gather_context(self.index, path, text, line, recent=recent, source=self._source)
         with self._lock:
-            self._cache[path] = _Cached(path, line, chunks)
+            self._cache[path] = _Cached(path, line, chunks, listing)
         return chunks
 
     def forget(self, path: str | None = None) -> None:

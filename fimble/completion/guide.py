@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
-from fimble.completion.imports import ImportChoices
+from fimble.completion.imports import ImportChoices, open_list
 
 __all__ = ["Guide", "ImportGuide", "import_guide"]
 
@@ -28,8 +28,6 @@ __all__ = ["Guide", "ImportGuide", "import_guide"]
 # may be than the model's own choice and still be taken instead.
 MARGIN = 5.0
 _NAMES_SEP = re.compile(r",\s*")
-# An import list still open before the cursor's line: ``from M import (`` with no ``)`` after it.
-_OPEN_LIST = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]*\(([^)]*)\Z", re.M)
 
 
 class Guide(Protocol):
@@ -122,10 +120,8 @@ def import_guide(choices: ImportChoices | None, prefix: str) -> ImportGuide | No
         return None
     start = prefix.rfind("\n") + 1
     typed = prefix[start:].lstrip()
-    within = None
-    if (found := _OPEN_LIST.search(prefix[max(0, start - 4000) : start])) is not None:
-        if found.group(1) not in choices.modules:
-            return None  # a list of a module with nothing the file lacks
-        within = found.group(1)
+    within = open_list(prefix[max(0, start - 4000) : start])
+    if within is not None and within not in choices.modules:
+        return None  # a list of a module with nothing the file lacks
     guide = ImportGuide(choices, typed, within=within)
     return guide if guide.viable(typed) else None

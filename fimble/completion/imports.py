@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-__all__ = ["IMPORT_CHOICES", "ImportChoices", "import_choices", "split_choices"]
+__all__ = ["IMPORT_CHOICES", "ImportChoices", "import_choices", "open_list", "split_choices"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,15 @@ _STDLIB_FROM = (
     "uuid",
 )
 _STATEMENT = re.compile(r"^(?:from\s+(\S+)\s+import\s+(.+)|import\s+(\S+))$")
+# An import list still open before the cursor's line: ``from M import (`` with no ``)`` after it.
+_OPEN_LIST = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]*\(([^)]*)\Z", re.M)
+
+
+def open_list(above: str) -> str | None:
+    """M, when ``above`` (the text before the cursor's line) ends inside a ``from M import (``
+    list: the line is then the next names of M."""
+    found = _OPEN_LIST.search(above[-4000:])
+    return found.group(1) if found else None
 
 
 @dataclass(frozen=True)
@@ -172,13 +181,23 @@ class _Layout:
         return root, parts
 
     def exports(self, init: str) -> set[str]:
-        """Names a package's ``__init__.py`` imports (and so re-exports)."""
+        """Names a module imports (and so re-exports): a package's ``__init__.py``, or any module
+        (requests' ``compat``)."""
         if init not in self._exports:
             try:
                 self._exports[init] = {n for imp in self.index.imports_of(init) for n in imp.names}
             except Exception:
                 self._exports[init] = set()
         return self._exports[init]
+
+    def binds(self, rel: str) -> set[str]:
+        """Names ``from <rel's module> import name`` can take: its top-level definitions and
+        what it imports."""
+        try:
+            own = {d.name for d in self.index.file_outline(rel) if not d.scope}
+        except Exception:
+            own = set()
+        return own | self.exports(rel)
 
     def specs(self, importer: str, module: str) -> list[str]:
         """How ``importer`` can name ``module`` (a ``.py`` path) after ``from``: relative when both
@@ -231,13 +250,39 @@ def _module_homes(layout: _Layout, importer: str, name: str, dirs: Iterable[str]
     return specs, top
 
 
+def _add_listed(
+    layout: _Layout,
+    listing: str,
+    imports: Sequence[Any],
+    unbound: Sequence[str],
+    modules: dict[str, list[str]],
+) -> None:
+    """Add to ``modules[listing]`` the ``unbound`` names the listed module binds (see
+    ``import_choices``); nothing when it is not a workspace module."""
+    target = next(
+        (imp.targets[0] for imp in imports if getattr(imp, "spec", None) == listing and imp.targets), None
+    )
+    if target is None:
+        return
+    gives = layout.binds(target)
+    listed = [name for name in unbound if name in gives]
+    for name in listed:
+        if name not in modules.setdefault(listing, []):
+            modules[listing].append(name)
+
+
 def import_choices(
-    index: Any, importer: str, unbound: Sequence[str], imports: Sequence[Any]
+    index: Any, importer: str, unbound: Sequence[str], imports: Sequence[Any], listing: str | None = None
 ) -> ImportChoices:
     """The statements that would bind ``unbound`` names (most used first) of the Python file
     ``importer``: workspace definitions (up to eight per name), modules of the workspace, and the
     standard library. A name found nowhere gives no choice (the guide then lets the model write what
-    it likes, see ``fimble.completion.guide``)."""
+    it likes, see ``fimble.completion.guide``).
+
+    ``listing``: the module of a ``from M import (`` list the cursor is in (``open_list``). The
+    file has chosen M already, so every missing name M binds is a choice, also one M only imports
+    (requests' tests import ``Morsel`` and ``JSONDecodeError`` from ``requests.compat``, which
+    takes them from the standard library): without it the guide had no names for such lists."""
     if not importer.endswith(".py"):
         return ImportChoices()
     layout = _Layout(index)
@@ -265,4 +310,6 @@ def import_choices(
                 modules[spec].append(name)
         if top or name in sys.stdlib_module_names:
             plain.append(name)
+    if listing is not None:
+        _add_listed(layout, listing, imports, unbound[:24], modules)
     return ImportChoices({m: tuple(ns) for m, ns in modules.items()}, tuple(dict.fromkeys(plain)))

@@ -380,6 +380,33 @@ def test_inside_a_long_parenthesised_import_the_module_shows_the_names_the_file_
     assert chunk.text.startswith("def name77(")
 
 
+def test_in_a_list_of_a_module_that_only_re_imports_names_those_names_are_the_choices() -> None:
+    """requests' tests take ``Morsel`` from ``requests.compat``, which imports it from the standard
+    library: no workspace file defines it, yet inside that list it is the line's only sound name."""
+    from fimble.completion.imports import IMPORT_CHOICES, ImportChoices
+
+    idx = index()
+    idx.imports = [Imp(("pkg/compat.py",), ("Mapping",), line=0, spec="pkg.compat")]
+    idx.other_imports = {"pkg/compat.py": [Imp((), ("Morsel", "Mapping"), line=0, spec="http.cookies")]}
+    text = "from pkg.compat import (\n    \n    Mapping,\n)\n\nMorsel(Mapping())\n"
+    chunks = gather_context(idx, "tests/test_x.py", text, 1)
+    choices = next(ImportChoices.from_text(c.text) for c in chunks if c.reason == IMPORT_CHOICES)
+    assert choices.modules["pkg.compat"] == ("Morsel",)
+    below = "from pkg.compat import (\n    Mapping,\n)\n\n\nMorsel(Mapping())\n"
+    assert not any(c.reason == IMPORT_CHOICES for c in gather_context(idx, "tests/test_x.py", below, 3))
+
+
+def test_entering_or_leaving_an_import_list_is_a_new_region() -> None:
+    idx = index()
+    g = ContextGatherer(idx, region=10)
+    text = "from util.dates import (\n    parse,\n)\nimport os\n"
+    inside = g.chunks("app.py", text, 1)
+    once = idx.calls
+    assert g.chunks("app.py", text, 1) is inside and idx.calls == once
+    g.chunks("app.py", text, 3)  # (below the list: its names are no longer the line's choices)
+    assert idx.calls == 2 * once
+
+
 def test_a_variable_assigned_from_a_call_shows_the_class_it_returns() -> None:
     idx = index()
     cls = Def("util/dates.py", "Calendar", kind="class", qualname="Calendar", signature="class Calendar:")

@@ -21,6 +21,7 @@ def _def(path: str, name: str, scope: str = "") -> Definition:
 class _Imp:
     names: tuple[str, ...]
     targets: tuple[str, ...] = ()
+    spec: str = ""
 
 
 class _Index:
@@ -75,6 +76,28 @@ def test_a_workspace_module_used_by_name_is_imported_from_its_package() -> None:
     imports = [_Imp(("Environment",), ("src/pkg/env.py",))]
     choices = import_choices(_Index(), "tests/test_env.py", ["nodes"], imports)
     assert choices.modules == {"pkg": ("nodes",)}
+
+
+def test_in_an_open_list_the_listed_module_gives_every_missing_name_it_binds() -> None:
+    """``from pkg.env import (``: Environment is defined there, Bucket only imported there (so
+    ``from pkg.env import Bucket`` works); Nowhere is not bound by it at all."""
+
+    class Index(_Index):
+        reexports: ClassVar = {
+            **_Index.reexports,
+            "src/pkg/env.py": [_Imp(("Bucket",), ("src/pkg/cache.py",))],
+        }
+
+        def file_outline(self, rel: str) -> list[Definition]:
+            return [d for d in self.defs if d.path == rel]
+
+    imports = [_Imp(("method",), ("src/pkg/env.py",), spec="pkg.env")]
+    unbound = ["Environment", "Bucket", "Nowhere"]
+    choices = import_choices(Index(), "tests/test_env.py", unbound, imports, listing="pkg.env")
+    assert choices.modules["pkg.env"] == ("Environment", "Bucket")
+    assert "pkg.env" not in import_choices(Index(), "tests/test_env.py", ["Bucket"], imports).modules
+    outside = import_choices(Index(), "tests/test_env.py", ["Bucket"], imports, listing="os")
+    assert "os" not in outside.modules  # (not a workspace module: nothing is known of what it binds)
 
 
 def test_standard_library_names_and_modules_are_choices_too() -> None:
@@ -133,3 +156,31 @@ def test_on_a_real_index_the_gatherer_hands_on_the_choices_last(
         ".": ("Bucket",),
         "pkg": ("Bucket",),
     }
+
+
+def test_on_a_real_index_an_open_list_of_a_re_importing_module_gets_its_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Real tree-sitter and LMDB, requests' layout: ``compat`` takes ``Morsel`` from the standard
+    library, and a test lists it among ``from pkg.compat import (...)``."""
+    from fimble.completion.context import gather_context
+    from fimble.completion.guide import import_guide
+    from fimble.indexer import IndexConfig, WorkspaceIndex
+
+    monkeypatch.setenv("FIMBLE_HOME", str(tmp_path / "home"))
+    root = tmp_path / "ws"
+    (root / "src" / "pkg").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "src" / "pkg" / "__init__.py").write_text("")
+    compat = "from http.cookies import Morsel\nbasestring = (str, bytes)\n"
+    (root / "src" / "pkg" / "compat.py").write_text(compat)
+    head = "from pkg.compat import (\n    \n    basestring,\n)\n\n\n"
+    text = head + "def test_m():\n    assert Morsel(basestring)\n"
+    (root / "tests" / "test_compat.py").write_text(text)
+    with WorkspaceIndex.open(root, IndexConfig(workers=0)) as index:
+        index.build()
+        chunks = gather_context(index, "tests/test_compat.py", text, 1)
+    choices, _ = split_choices([c.as_tuple() for c in chunks])
+    assert choices is not None and choices.modules["pkg.compat"] == ("Morsel",)
+    guide = import_guide(choices, text[: text.index("\n    \n") + 5])
+    assert guide is not None and guide.within == "pkg.compat" and guide.finished("Morsel,")
