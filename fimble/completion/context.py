@@ -396,8 +396,8 @@ class ContextGatherer:
         listing = _listing(text.splitlines(), line)
         with self._lock:
             cached = self._cache.get(path)
-            near = cached is not None and abs(cached.line - line) <= self.region
-            if cached is not None and near and cached.listing == listing and not refresh:
+            near = cached is not None and abs(cached.line - line) <= self.region and not refresh
+            if cached is not None and near and cached.listing == listing:
                 return cached.chunks
         recent: Sequence[ContextChunk] = ()
         if self.recent is not None:
@@ -406,6 +406,12 @@ class ContextGatherer:
             except Exception:  # never let the tracker cost a completion its context
                 log.debug("recent regions failed", exc_info=True)
         chunks = gather_context(self.index, path, text, line, recent=recent, source=self._source)
+        if cached is not None and near:
+            # Only the import list changed: new choices (never shown), the same prompt, so the
+            # model's cached work on it stays good.
+            shown = [c for c in cached.chunks if c.reason != IMPORT_CHOICES]
+            chunks = shown + [c for c in chunks if c.reason == IMPORT_CHOICES]
+            line = cached.line
         with self._lock:
             self._cache[path] = _Cached(path, line, chunks, listing)
         return chunks

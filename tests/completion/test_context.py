@@ -394,17 +394,23 @@ def test_in_a_list_of_a_module_that_only_re_imports_names_those_names_are_the_ch
     assert choices.modules["pkg.compat"] == ("Morsel",)
     below = "from pkg.compat import (\n    Mapping,\n)\n\n\nMorsel(Mapping())\n"
     assert not any(c.reason == IMPORT_CHOICES for c in gather_context(idx, "tests/test_x.py", below, 3))
+    g = ContextGatherer(idx, region=10)  # one region: the prompt's chunks stay, the choices follow the list
+    inside, after = g.chunks("tests/test_x.py", text, 1), g.chunks("tests/test_x.py", below, 3)
+    assert [c for c in inside if c.reason != IMPORT_CHOICES] == after
+    assert any(c.reason == IMPORT_CHOICES for c in inside)
 
 
-def test_entering_or_leaving_an_import_list_is_a_new_region() -> None:
+def test_entering_or_leaving_an_import_list_renews_the_choices_not_the_prompt() -> None:
     idx = index()
     g = ContextGatherer(idx, region=10)
     text = "from util.dates import (\n    parse,\n)\nimport os\n"
     inside = g.chunks("app.py", text, 1)
     once = idx.calls
     assert g.chunks("app.py", text, 1) is inside and idx.calls == once
-    g.chunks("app.py", text, 3)  # (below the list: its names are no longer the line's choices)
+    below = g.chunks("app.py", text, 3)  # (below the list: its names are no longer the line's choices)
     assert idx.calls == 2 * once
+    assert below is not inside and below == inside  # (the shown chunks are the cached ones)
+    assert g.chunks("app.py", text, 3) is below
 
 
 def test_a_variable_assigned_from_a_call_shows_the_class_it_returns() -> None:
