@@ -3,9 +3,13 @@
 One project's 40 lines say little on their own: a line that flips moves exact match by 2.5 points.
 This reads committed eval JSONs, rebuilds each one's ``context_effect`` from its rows (so older files
 get the won/lost lines, sign test and bootstrap interval too; predictions and timings untouched),
-and pools the lines of all of them per group into one paired effect.
+and pools the lines of all of them per group into one paired effect. Results go into the JSON file
+under ``--label``, keeping the other labels there, so one file holds several pools:
 
-    python -P bench/context_effect.py bench/results/eval_*_unseen.json --out bench/results/context_effect.json
+    python -P bench/context_effect.py bench/results/eval_*_unseen*.json --label all_unseen
+    python -P bench/context_effect.py bench/results/eval_*_unseen_s11.json --label new_lines
+    python -P bench/context_effect.py bench/results/eval_{flask,flask_cross,openai_agents_cross_n80}.json \
+        --label wider
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ def main() -> None:
     parser.add_argument("results", nargs="+", type=Path, help="fimble eval JSON files")
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
     parser.add_argument("--out", type=Path, default=Path("bench/results/context_effect.json"))
+    parser.add_argument("--label", default="pooled", help="where in --out this pool goes (others are kept)")
     parser.add_argument(
         "--rewrite", action="store_true", help="also write each file's rebuilt context_effect back"
     )
@@ -63,7 +68,9 @@ def main() -> None:
         "runs": runs,
         "pooled": {g: paired_effect(p).as_dict() for g, p in pooled.items() if p},
     }
-    args.out.write_text(json.dumps(out, indent=1) + "\n")
+    kept = json.loads(args.out.read_text()) if args.out.exists() else {}
+    kept[args.label] = out
+    args.out.write_text(json.dumps(kept, indent=1) + "\n")
     lines = [(name, group, g) for name, run in runs.items() for group, g in run["effect"].items()]
     lines += [("pooled", group, g) for group, g in out["pooled"].items()]
     for name, group, g in lines:
