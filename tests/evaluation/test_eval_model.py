@@ -42,5 +42,7 @@ def test_eval_writes_json_and_html_for_a_tiny_sdist(tmp_path: Path) -> None:
     kept = (out / "samples.jsonl").read_text().splitlines()
     assert [json.loads(line)["id"] for line in kept] == [r["id"] for r in rows]
     page = (out / "eval.html").read_text()
-    assert "<svg" in page and "Recommendation" in page
+    assert "<svg" in page and "Recommendation" in page and "Context effect" in page
+    effect = next(iter(report["context_effect"].values()))["all"]
+    assert effect["n"] == 3 and effect["won"] + effect["lost"] <= 3  # (the same 3 lines, paired)
     assert "exact" in done.stdout and "wrote" in done.stdout
