@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from fimble.evaluation.paired import paired_effect
-from fimble.evaluation.report import EFFECT_GROUPS, build_report, paired_outcomes
+from fimble.evaluation.report import EFFECT_GROUPS, context_effect, paired_outcomes
 
 
 def _dumps_like(report: dict[str, Any], original: str) -> str:
@@ -49,8 +49,7 @@ def main() -> None:
     pooled: dict[str, list[tuple[bool, bool]]] = {g: [] for g in EFFECT_GROUPS}
     for path in args.results:
         report = json.loads(path.read_text())
-        rebuilt = build_report(report["samples"], report["meta"])
-        report["context_effect"] = rebuilt["context_effect"]
+        report["context_effect"] = context_effect(report["samples"])
         if args.rewrite:
             path.write_text(_dumps_like(report, path.read_text()))
         runs[path.name] = {

@@ -406,14 +406,15 @@ class ContextGatherer:
             except Exception:  # never let the tracker cost a completion its context
                 log.debug("recent regions failed", exc_info=True)
         chunks = gather_context(self.index, path, text, line, recent=recent, source=self._source)
+        anchor = line
         if cached is not None and near:
             # Only the import list changed: new choices (never shown), the same prompt, so the
-            # model's cached work on it stays good.
+            # model's cached work on it stays good, and the region keeps its place.
             shown = [c for c in cached.chunks if c.reason != IMPORT_CHOICES]
             chunks = shown + [c for c in chunks if c.reason == IMPORT_CHOICES]
-            line = cached.line
+            anchor = cached.line
         with self._lock:
-            self._cache[path] = _Cached(path, line, chunks, listing)
+            self._cache[path] = _Cached(path, anchor, chunks, listing)
         return chunks
 
     def forget(self, path: str | None = None) -> None:

@@ -180,15 +180,15 @@ class _Layout:
             parts.pop()
         return root, parts
 
-    def exports(self, init: str) -> set[str]:
+    def exports(self, rel: str) -> set[str]:
         """Names a module imports (and so re-exports): a package's ``__init__.py``, or any module
         (requests' ``compat``)."""
-        if init not in self._exports:
+        if rel not in self._exports:
             try:
-                self._exports[init] = {n for imp in self.index.imports_of(init) for n in imp.names}
+                self._exports[rel] = {n for imp in self.index.imports_of(rel) for n in imp.names}
             except Exception:
-                self._exports[init] = set()
-        return self._exports[init]
+                self._exports[rel] = set()
+        return self._exports[rel]
 
     def binds(self, rel: str) -> set[str]:
         """Names ``from <rel's module> import name`` can take: its top-level definitions and
@@ -259,16 +259,13 @@ def _add_listed(
 ) -> None:
     """Add to ``modules[listing]`` the ``unbound`` names the listed module binds (see
     ``import_choices``); nothing when it is not a workspace module."""
-    target = next(
-        (imp.targets[0] for imp in imports if getattr(imp, "spec", None) == listing and imp.targets), None
-    )
+    target = next((imp.targets[0] for imp in imports if imp.spec == listing and imp.targets), None)
     if target is None:
         return
     gives = layout.binds(target)
-    listed = [name for name in unbound if name in gives]
-    for name in listed:
-        if name not in modules.setdefault(listing, []):
-            modules[listing].append(name)
+    for name in unbound:
+        if name in gives and name not in modules.get(listing, ()):
+            modules.setdefault(listing, []).append(name)
 
 
 def import_choices(

@@ -21,6 +21,7 @@ __all__ = [
     "GROUPS",
     "build_report",
     "condition",
+    "context_effect",
     "in_group",
     "paired_outcomes",
     "recommend",
@@ -153,7 +154,7 @@ def build_report(rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> dict[s
     return {
         "meta": meta,
         "summaries": summaries,
-        "context_effect": _context_effect(rows),
+        "context_effect": context_effect(rows),
         "recommendation": recommend(rows, summaries),
         "samples": list(rows),
     }
@@ -167,7 +168,7 @@ def paired_outcomes(rows: Sequence[dict[str, Any]], model: str, group: str) -> l
     return [(bool(off[i]["exact"]), bool(on[i]["exact"])) for i in off if i in on and in_group(off[i], group)]
 
 
-def _context_effect(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def context_effect(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per model and group, on the lines answered both with and without context: exact match each
     way, the relative change, the lines won and lost, and how sure the change is."""
     out: dict[str, dict[str, Any]] = {}
