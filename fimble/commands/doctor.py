@@ -22,11 +22,17 @@ _LABELS = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
     "--ctx", "n_ctx", default=4096, show_default=True, help="Context size for the KV-cache estimate."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
-def doctor(model: str | None, n_ctx: int, as_json: bool) -> None:
+@click.option(
+    "--reprobe", is_flag=True, help="Probe the CPU path again instead of trusting the remembered verdict."
+)
+def doctor(model: str | None, n_ctx: int, as_json: bool, reprobe: bool) -> None:
     """Check CPU, memory, disk, llama.cpp and the model; every problem comes with its fix."""
     from fimble.models.doctor import has_blocker, run_checks
 
-    results = run_checks(model, n_ctx=n_ctx)
+    def on_probe(path: str) -> None:
+        click.echo(f"probing how llama.cpp runs on this CPU: the {path} path (once) ...", err=True)
+
+    results = run_checks(model, n_ctx=n_ctx, on_probe=on_probe, reprobe=reprobe)
     blocked = has_blocker(results)
     if as_json:
         click.echo(json.dumps({"ok": not blocked, "checks": [r.to_json() for r in results]}, indent=2))

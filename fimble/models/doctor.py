@@ -20,12 +20,15 @@ from typing import Any, Literal
 
 from fimble import paths
 from fimble.errors import ModelCorrupt, ModelError, ModelNotFound
+from fimble.models import cpu_path
+from fimble.models.cpu_path import LLAMA_CPP_PIN
 
 __all__ = [
     "CheckResult",
     "CpuInfo",
     "Status",
     "check_cpu",
+    "check_cpu_path",
     "check_disk",
     "check_fim",
     "check_llama_cpp",
@@ -38,7 +41,6 @@ __all__ = [
 ]
 
 Status = Literal["ok", "warn", "fail", "skip"]
-LLAMA_CPP_PIN = "0.3.36"
 # A loaded model takes about 1.2-1.5x its file size (weights + compute buffers), plus the KV cache.
 MEMORY_FACTOR_LOW, MEMORY_FACTOR_HIGH = 1.2, 1.5
 _X86_FLAGS = (
@@ -222,6 +224,29 @@ def check_llama_cpp(importer: Callable[[], Any] | None = None) -> CheckResult:
     return CheckResult("llama-cpp", "ok", f"llama-cpp-python {version}", None, data)
 
 
+def check_cpu_path(
+    name_or_path: str, on_probe: Callable[[str], None] | None = None, reprobe: bool = False
+) -> CheckResult:
+    """How llama.cpp runs on this CPU with this model: the verdict of the probe the engine uses too."""
+    from fimble.models.store import resolve
+
+    try:
+        path = resolve(name_or_path, verify=False)
+    except ModelError:
+        return CheckResult("cpu-path", "skip", "not probed: the model is missing")
+    verdict = cpu_path.verdict_for(path, on_probe=on_probe, reprobe=reprobe)
+    data = verdict.to_json()
+    if verdict.path is None:
+        return CheckResult("cpu-path", "fail", verdict.summary(), cpu_path.REBUILD, data)
+    if not verdict.settled:
+        fix = "see the detail above; `fimble doctor --reprobe` probes again"
+        return CheckResult("cpu-path", "warn", verdict.summary(), fix, data)
+    if verdict.path is cpu_path.CpuPath.PLAIN:
+        fix = f"completions work at about half the speed; a rebuild may restore repacking: {cpu_path.REBUILD}"
+        return CheckResult("cpu-path", "warn", verdict.summary(), fix, data)
+    return CheckResult("cpu-path", "ok", verdict.summary(), None, data)
+
+
 def check_model(name_or_path: str) -> CheckResult:
     """Present and verified (cheaply, against the ``.verified`` record)."""
     from fimble.models.store import resolve
@@ -273,8 +298,16 @@ def _command_in(err: Exception) -> str:
     return match.group(1) if match else str(err)
 
 
-def run_checks(model: str | None = None, n_ctx: int = 4096) -> list[CheckResult]:
-    """Every doctor check for ``model`` (default model if None) with a ``n_ctx``-token KV cache."""
+def run_checks(
+    model: str | None = None,
+    n_ctx: int = 4096,
+    on_probe: Callable[[str], None] | None = None,
+    reprobe: bool = False,
+) -> list[CheckResult]:
+    """Every doctor check for ``model`` (default model if None) with a ``n_ctx``-token KV cache.
+
+    ``on_probe(path)`` is called before each CPU-path probe child (none when the verdict is known).
+    """
     from fimble.models import registry
     from fimble.models.layout import is_path_like, model_path, spec_or_none
     from fimble.models.store import info
@@ -298,8 +331,13 @@ def run_checks(model: str | None = None, n_ctx: int = 4096) -> list[CheckResult]
         per_part = spec.size // (spec.pypi.parts if spec.pypi else 1)
         need, why = spec.size + 3 * per_part, f"pulling {name}"
     results.append(check_disk(paths.models_root(), need, why))
-    results.append(check_llama_cpp())
     results.append(check_model(name))
     results.append(check_fim(name))
+    # The probe runs llama.cpp in a child first: importing a build that cannot run here could kill us.
+    results.append(path_check := check_cpu_path(name, on_probe, reprobe))
+    if path_check.status == "fail":
+        results.append(CheckResult("llama-cpp", "skip", "not imported: it crashes on this CPU"))
+    else:
+        results.append(check_llama_cpp())
     results.append(check_threads(cpu))
     return results

@@ -131,8 +131,10 @@ def test_run_checks_blocks_until_the_model_is_pulled(
     fake: FakeSetup, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(doctor, "check_llama_cpp", lambda: doctor.CheckResult("llama-cpp", "ok", "stub"))
+    monkeypatch.setattr(doctor, "check_cpu_path", lambda *a: doctor.CheckResult("cpu-path", "ok", "stub"))
     before = run_checks()
-    assert [r.name for r in before] == ["cpu", "memory", "disk", "llama-cpp", "model", "fim", "threads"]
+    names = ["cpu", "memory", "disk", "model", "fim", "cpu-path", "llama-cpp", "threads"]
+    assert [r.name for r in before] == names
     assert has_blocker(before)
     assert [r.name for r in before if r.status == "fail"] == ["model"]
     store_pull(fake)
@@ -141,3 +143,36 @@ def test_run_checks_blocks_until_the_model_is_pulled(
     memory = next(r for r in after if r.name == "memory")
     assert memory.data["kv_cache"] == 4 * 256 * 2 * 32 * 2
     assert all(isinstance(r.to_json()["data"], dict) for r in after)
+
+
+def test_cpu_path_check_names_the_path_and_the_fix(
+    fake: FakeSetup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fimble.models import cpu_path
+    from fimble.models.cpu_path import Attempt, CpuPath
+
+    monkeypatch.setenv("FIMBLE_CPU_PATH_DIR", str(tmp_path / "cpu-path"))
+    monkeypatch.setattr(cpu_path, "_memo", {})
+    assert doctor.check_cpu_path(fake.name).status == "skip"  # no model yet: nothing to probe
+    store_pull(fake)
+    fates = {CpuPath.FULL: "SIGSEGV", CpuPath.NO_AMX: "", CpuPath.PLAIN: ""}
+
+    def child(model: Path, path: CpuPath) -> tuple[Attempt, list[str]]:
+        sig = fates[path]
+        return Attempt(path, "crashed" if sig else "ok", sig), ["AMX", "CPU_REPACK"]
+
+    monkeypatch.setattr(cpu_path, "_run_child", child)
+    probed: list[str] = []
+    amx = doctor.check_cpu_path(fake.name, probed.append)
+    assert amx.status == "ok" and probed == ["full", "no-amx"]
+    assert "AMX advertised but not usable here: disabled; repacking kept" in amx.summary
+
+    fates.update({CpuPath.NO_AMX: "SIGSEGV"})
+    plain = doctor.check_cpu_path(fake.name, reprobe=True)
+    assert plain.status == "warn" and "half the speed" in (plain.fix or "")
+
+    fates.update({CpuPath.FULL: "SIGILL", CpuPath.NO_AMX: "SIGILL", CpuPath.PLAIN: "SIGILL"})
+    monkeypatch.setattr(doctor, "check_llama_cpp", lambda: pytest.fail("imported a build that crashes"))
+    results = {r.name: r for r in run_checks(fake.name, reprobe=True)}
+    assert results["cpu-path"].status == "fail" and "make rebuild-llama" in (results["cpu-path"].fix or "")
+    assert results["llama-cpp"].status == "skip"

@@ -1,0 +1,229 @@
+"""The CPU-path probe: the ladder's decisions, the remembered verdict and its key, and real children
+that die by a signal (``FIMBLE_PROBE_CRASH``) on the way to a path that works."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from fimble.models import cpu_path
+from fimble.models.cpu_path import Attempt, CpuPath, Verdict, decide, verdict_for
+from tests.model_paths import SMALL, model_path
+
+
+@pytest.fixture(autouse=True)
+def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Each test its own record directory and an empty in-process memo."""
+    monkeypatch.setenv("FIMBLE_CPU_PATH_DIR", str(tmp_path / "cpu-path"))
+    monkeypatch.setattr(cpu_path, "_memo", {})
+    yield tmp_path / "cpu-path"
+
+
+def ladder(outcomes: dict[CpuPath, str], offered: Sequence[str] = ("AMX", "CPU_REPACK")):  # type: ignore[no-untyped-def]
+    """A probe that ends each path as ``outcomes`` says ("ok", "crashed:SIGSEGV", "error", "timeout")."""
+    tried: list[CpuPath] = []
+
+    def run(path: CpuPath) -> tuple[Attempt, Sequence[str]]:
+        tried.append(path)
+        outcome, _, sig = outcomes[path].partition(":")
+        return Attempt(path, outcome, sig), offered
+
+    return run, tried
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "offered", "path", "tried", "settled"),
+    [
+        # A machine that runs everything: one probe, the full path.
+        ({CpuPath.FULL: "ok"}, ("AMX", "CPU_REPACK"), CpuPath.FULL, ["full"], True),
+        # AMX advertised but faulting: repacking kept, AMX left out.
+        (
+            {CpuPath.FULL: "crashed:SIGSEGV", CpuPath.NO_AMX: "ok"},
+            ("AMX", "CPU_REPACK"),
+            CpuPath.NO_AMX,
+            ["full", "no-amx"],
+            True,
+        ),
+        # Repacking itself faults: plain buffers.
+        (
+            {CpuPath.FULL: "crashed:SIGSEGV", CpuPath.NO_AMX: "crashed:SIGSEGV", CpuPath.PLAIN: "ok"},
+            ("AMX", "CPU_REPACK"),
+            CpuPath.PLAIN,
+            ["full", "no-amx", "plain"],
+            True,
+        ),
+        # No AMX in the build: no-amx would be full again, so it is skipped.
+        (
+            {CpuPath.FULL: "crashed:SIGILL", CpuPath.PLAIN: "ok"},
+            ("CPU_REPACK",),
+            CpuPath.PLAIN,
+            ["full", "plain"],
+            True,
+        ),
+        # Nothing runs (a wheel compiled for another CPU): no path, and that is settled.
+        (
+            {CpuPath.FULL: "crashed:SIGILL", CpuPath.PLAIN: "crashed:SIGILL"},
+            ("CPU_REPACK",),
+            None,
+            ["full", "plain"],
+            True,
+        ),
+        # An error is not the CPU's doing: stop, load as usual, probe again next time.
+        ({CpuPath.FULL: "error"}, ("CPU_REPACK",), CpuPath.FULL, ["full"], False),
+        # A hang moves on, but the verdict is not trusted for later starts.
+        (
+            {CpuPath.FULL: "timeout", CpuPath.NO_AMX: "ok"},
+            ("AMX", "CPU_REPACK"),
+            CpuPath.NO_AMX,
+            ["full", "no-amx"],
+            False,
+        ),
+    ],
+)
+def test_the_ladder(
+    outcomes: dict[CpuPath, str],
+    offered: Sequence[str],
+    path: CpuPath | None,
+    tried: list[str],
+    settled: bool,
+) -> None:
+    run, seen = ladder(outcomes, offered)
+    verdict = decide(run)
+    assert verdict.path is path
+    assert [str(p) for p in seen] == tried
+    assert verdict.settled is settled
+    assert verdict.extra_bufts == tuple(offered)
+
+
+def test_summaries_say_what_was_found() -> None:
+    no_amx = decide(ladder({CpuPath.FULL: "crashed:SIGSEGV", CpuPath.NO_AMX: "ok"})[0])
+    assert no_amx.summary() == (
+        "no-amx: AMX advertised but not usable here: disabled; repacking kept (CPU_REPACK)"
+    )
+    plain = decide(ladder({CpuPath.FULL: "crashed:SIGILL", CpuPath.PLAIN: "ok"}, ("CPU_REPACK",))[0])
+    assert plain.summary().startswith("plain: no extra buffer types") and "full: SIGILL" in plain.summary()
+    dead = decide(
+        ladder({CpuPath.FULL: "crashed:SIGILL", CpuPath.PLAIN: "crashed:SIGILL"}, ("CPU_REPACK",))[0]
+    )
+    assert "compiled for a CPU with instructions this one lacks" in dead.problem()
+    assert "make rebuild-llama" in dead.problem() and "--no-cache-dir" in dead.problem()
+    full = decide(ladder({CpuPath.FULL: "ok"}, ("CPU_REPACK",))[0])
+    assert full.summary() == "full: extra buffer types CPU_REPACK"
+
+
+def counting_probe(outcomes: dict[CpuPath, str]):  # type: ignore[no-untyped-def]
+    calls: list[CpuPath] = []
+
+    def run(model: Path, path: CpuPath) -> tuple[Attempt, Sequence[str]]:
+        calls.append(path)
+        outcome, _, sig = outcomes[path].partition(":")
+        return Attempt(path, outcome, sig), ("AMX", "CPU_REPACK")
+
+    return run, calls
+
+
+def test_the_verdict_is_remembered_until_what_it_depends_on_changes(
+    tmp_path: Path, fresh: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF" + b"\0" * 64)
+    run, calls = counting_probe({CpuPath.FULL: "crashed:SIGSEGV", CpuPath.NO_AMX: "ok"})
+    first = verdict_for(model, run=run)
+    assert first.path is CpuPath.NO_AMX and not first.cached and calls == [CpuPath.FULL, CpuPath.NO_AMX]
+    assert len(list(fresh.glob("*.json"))) == 1
+
+    # A later start (a new process: no memo) reads the record and runs no child at all.
+    monkeypatch.setattr(cpu_path, "_memo", {})
+    again = verdict_for(model, run=lambda m, p: pytest.fail("probed although the verdict is known"))
+    assert again.cached and again.path is CpuPath.NO_AMX and again.attempts == first.attempts
+
+    # The model file changes: probe again.
+    monkeypatch.setattr(cpu_path, "_memo", {})
+    model.write_bytes(b"GGUF" + b"\1" * 80)
+    calls.clear()
+    assert verdict_for(model, run=run).path is CpuPath.NO_AMX and calls == [CpuPath.FULL, CpuPath.NO_AMX]
+
+    # The CPU's flags change (another machine, same home): probe again.
+    monkeypatch.setattr(cpu_path, "_memo", {})
+    real = cpu_path._cpu_identity
+    monkeypatch.setattr(cpu_path, "_cpu_identity", lambda: {**real(), "flags": "fpu sse2 amx_tile"})
+    calls.clear()
+    verdict_for(model, run=run)
+    assert calls == [CpuPath.FULL, CpuPath.NO_AMX]
+
+    # The llama.cpp build changes (a rebuild): probe again.
+    monkeypatch.setattr(cpu_path, "_memo", {})
+    build = cpu_path._llama_build
+    monkeypatch.setattr(cpu_path, "_llama_build", lambda: {**build(), "libs": [["libggml-cpu.so", 1, 2]]})
+    calls.clear()
+    verdict_for(model, run=run)
+    assert calls == [CpuPath.FULL, CpuPath.NO_AMX]
+
+    # --reprobe ignores what is remembered.
+    calls.clear()
+    verdict_for(model, run=run, reprobe=True)
+    assert calls == [CpuPath.FULL, CpuPath.NO_AMX]
+
+
+def test_an_unsettled_verdict_is_not_remembered(tmp_path: Path, fresh: Path) -> None:
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    run, _ = counting_probe({CpuPath.FULL: "error"})
+    verdict = verdict_for(model, run=run)
+    assert verdict.path is CpuPath.FULL and not verdict.settled
+    assert not list(fresh.glob("*.json"))
+
+
+def test_an_unreadable_record_means_one_more_probe(tmp_path: Path, fresh: Path) -> None:
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    fresh.mkdir(parents=True)
+    (fresh / f"{cpu_path.probe_key(model)}.json").write_text("{torn", encoding="utf-8")
+    run, calls = counting_probe({CpuPath.FULL: "ok"})
+    assert verdict_for(model, run=run).path is CpuPath.FULL and calls == [CpuPath.FULL]
+    record = json.loads(next(fresh.glob("*.json")).read_text(encoding="utf-8"))
+    assert Verdict.from_json(record).path is CpuPath.FULL
+
+
+def test_a_missing_model_is_not_probed(tmp_path: Path) -> None:
+    verdict = verdict_for(tmp_path / "absent.gguf", run=lambda m, p: pytest.fail("probed a missing file"))
+    assert verdict.path is CpuPath.FULL and not verdict.settled
+
+
+@pytest.mark.model
+def test_real_children_that_die_by_a_signal(monkeypatch: pytest.MonkeyPatch, fresh: Path) -> None:
+    """The real probe child, killed by SIGSEGV after loading as a faulting kernel would: the ladder
+    moves on to a path whose child survives, and that path really decodes."""
+    monkeypatch.setenv("FIMBLE_PROBE_CRASH", "full=SIGSEGV,no-amx=SIGSEGV")
+    verdict = verdict_for(model_path(SMALL))
+    assert verdict.path is CpuPath.PLAIN and verdict.settled, verdict
+    crashed = [a for a in verdict.attempts if a.outcome == "crashed"]
+    assert crashed and all(a.signal == "SIGSEGV" for a in crashed)
+    assert verdict.attempts[-1].outcome == "ok"
+    assert "CPU_REPACK" in verdict.extra_bufts or not verdict.extra_bufts  # what this build offers
+
+    monkeypatch.setenv("FIMBLE_PROBE_CRASH", "full=SIGILL,no-amx=SIGILL,plain=SIGILL")
+    dead = verdict_for(model_path(SMALL), reprobe=True)
+    assert dead.path is None and "make rebuild-llama" in dead.problem()
+
+
+@pytest.mark.model
+def test_the_engine_loads_on_the_path_the_probe_chose(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine asks the same verdict: plain when the faster paths crashed, an actionable error
+    (not a core dump) when nothing runs."""
+    from fimble.completion.engine import Engine, EngineConfig
+    from fimble.errors import EngineError
+
+    monkeypatch.setenv("FIMBLE_PROBE_CRASH", "full=SIGSEGV,no-amx=SIGSEGV")
+    engine = Engine(model_path(SMALL), EngineConfig(n_ctx=512))
+    assert engine.cpu.path is CpuPath.PLAIN
+    assert engine.generate(engine.tokenize("def add(a, b):\n    return"), max_tokens=4).tokens
+
+    monkeypatch.setattr(cpu_path, "_memo", {})
+    monkeypatch.setenv("FIMBLE_CPU_PATH_DIR", str(Path(str(cpu_path._verdict_dir())) / "dead"))
+    monkeypatch.setenv("FIMBLE_PROBE_CRASH", "full=SIGILL,no-amx=SIGILL,plain=SIGILL")
+    with pytest.raises(EngineError, match="make rebuild-llama"):
+        Engine(model_path(SMALL), EngineConfig(n_ctx=512))
