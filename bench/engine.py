@@ -78,6 +78,9 @@ def bench_raw(path: Path, threads: int, tokens: list[int], repeats: int) -> dict
     """The same measurements through plain llama-cpp-python, for the overhead ratio."""
     from llama_cpp import Llama
 
+    from fimble.models import cpu_path
+
+    cpu_path.apply_to_process(cpu_path.verdict_for(path).path or cpu_path.CpuPath.PLAIN)
     llm = Llama(str(path), n_ctx=4096, n_batch=512, n_threads=threads, n_threads_batch=threads, verbose=False)
     out: dict[str, Any] = {}
     times = []

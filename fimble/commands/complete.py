@@ -163,6 +163,7 @@ def outcome_json(out: Outcome) -> str:
             "model": str(out.engine.model_path),
             "fim_family": out.engine.fim.family,
             "load_ms": round(out.engine.load_ms, 1),
+            "cpu_path": str(cpu.path) if (cpu := getattr(out.engine, "cpu", None)) else None,
             **{k: v for k, v in asdict(gen).items() if k not in ("text", "tokens")},
             "tokens_generated": len(gen.tokens),
             "parts": [asdict(p) for p in out.result.parts],
@@ -200,8 +201,10 @@ def complete(location: str, as_json: bool, **options: Any) -> None:
     if out.note:
         print(f"note: {out.note}", file=sys.stderr)
     engine = out.engine
+    cpu = getattr(engine, "cpu", None)  # a remote backend runs on someone else's CPU
     print(
-        f"model {engine.model_path.name} ({engine.fim.family}), loaded in {engine.load_ms:.0f} ms",
+        f"model {engine.model_path.name} ({engine.fim.family}), loaded in {engine.load_ms:.0f} ms"
+        + (f"; CPU path {cpu.summary()}" if cpu is not None else ""),
         file=sys.stderr,
     )
     print(timings_line(out), file=sys.stderr)

@@ -29,6 +29,7 @@ from fimble.completion.kvplan import Chunk, ReusePlan, plan_reuse
 from fimble.completion.kvstore import KVEntry, KVStore
 from fimble.completion.speculative import DraftPolicy, DraftStats, PromptLookup
 from fimble.errors import Cancelled, EngineError, ModelCorrupt
+from fimble.models import cpu_path
 
 if TYPE_CHECKING:
     from fimble.completion.guide import Guide
@@ -139,18 +140,26 @@ class Engine:
     """
 
     def __init__(self, model_path: str | Path, config: EngineConfig | None = None) -> None:
+        self.config = config or EngineConfig()
+        self.model_path = Path(model_path)
+        # Before llama.cpp is imported here: on a CPU it cannot run, only a child process may find out.
+        self.cpu = cpu_path.verdict_for(self.model_path)
+        if self.cpu.path is None:
+            raise EngineError(self.cpu.problem())
+        if not self.cpu.cached:
+            log.info("CPU path for %s: %s", self.model_path.name, self.cpu.summary())
+
         import llama_cpp
         import numpy as np
 
         self._ll = llama_cpp
         self._np = np
-        self.config = config or EngineConfig()
-        self.model_path = Path(model_path)
         _install_log_callback(llama_cpp)
         llama_cpp.llama_backend_init()
         started = time.perf_counter()
         mparams = llama_cpp.llama_model_default_params()
         mparams.use_mmap = self.config.use_mmap
+        cpu_path.apply(mparams, self.cpu.path)
         self._model = llama_cpp.llama_model_load_from_file(str(self.model_path).encode(), mparams)
         if not self._model:
             raise ModelCorrupt(

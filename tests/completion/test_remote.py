@@ -40,6 +40,20 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+# ``python -m MODULE ARGS`` on the CPU path fimble's probe chose for the --model (one that does not
+# crash here): llama-cpp-python's own loader reads the same verdict as fimble's engine.
+LAUNCH_ON_CPU_PATH = """
+import runpy, sys
+from fimble.models import cpu_path
+verdict = cpu_path.verdict_for(sys.argv[sys.argv.index("--model") + 1])
+if verdict.path is None:
+    sys.exit(verdict.problem())
+cpu_path.apply_to_process(verdict.path)
+sys.argv = sys.argv[1:]
+runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+"""
+
+
 @pytest.fixture(scope="module")
 def backend() -> Iterator[str]:
     """llama-cpp-python's OpenAI-compatible server on the small model."""
@@ -47,7 +61,7 @@ def backend() -> Iterator[str]:
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"fimble-llama-server-{port}.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path(SMALL)),
+            [sys.executable, "-c", LAUNCH_ON_CPU_PATH, "llama_cpp.server", "--model", str(model_path(SMALL)),
              "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--verbose", "false"],
             stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip

@@ -85,6 +85,12 @@ class AppContext:
         engine = self.completer.worker.engine
         return engine.fim.family if engine is not None else None
 
+    @property
+    def cpu_path(self) -> str | None:
+        """The CPU path the engine runs on (``fimble.models.cpu_path``); None for a remote backend."""
+        verdict = getattr(self.completer.worker.engine, "cpu", None)
+        return str(verdict.path) if verdict is not None else None
+
     def max_tokens(self, requested: int | None) -> int:
         """The client's limit within the server's cap; None or negative (unlimited) means the cap."""
         if requested is None:

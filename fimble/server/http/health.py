@@ -20,6 +20,11 @@ HEALTH_SCHEMA = {
         "status": {"enum": ["ok", "loading", "error"]},
         "model": {"type": "string"},
         "fim_family": {"type": ["string", "null"]},
+        "cpu_path": {
+            "description": "how llama.cpp runs on this CPU: full, no-amx (AMX left out) or plain "
+            "(no weight repacking); null for a remote backend",
+            "enum": ["full", "no-amx", "plain", None],
+        },
         "queue_depth": {"type": "integer"},
         "error": {"type": "string"},
     },
@@ -34,7 +39,7 @@ async def health(request: Request, ctx: AppContext) -> Response:
         return JSONResponse(body, 503, headers={"Retry-After": str(ctx.settings.retry_after_s)})
     if worker.load_error is not None:
         return JSONResponse({**body, "status": "error", "error": str(worker.load_error)}, 503)
-    return JSONResponse({**body, "status": "ok", "fim_family": ctx.fim_family})
+    return JSONResponse({**body, "status": "ok", "fim_family": ctx.fim_family, "cpu_path": ctx.cpu_path})
 
 
 async def metrics(request: Request, ctx: AppContext) -> Response:

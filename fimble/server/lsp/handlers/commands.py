@@ -39,6 +39,8 @@ def _model_status(ls: FimbleServer) -> dict[str, Any]:
             n_ctx=engine.n_ctx,
             tokens_shifted=engine.tokens_shifted,
         )
+        if (cpu := getattr(engine, "cpu", None)) is not None:  # a remote backend has none
+            out["cpu_path"] = {"path": str(cpu.path), "summary": cpu.summary()}
         out.update(warmup.describe(engine))
     return out
 
