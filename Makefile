@@ -7,16 +7,32 @@ DEFAULT_MODEL ?= qwen2.5-coder-1.5b
 TEST_MODELS ?= qwen2.5-coder-0.5b qwen2.5-coder-1.5b
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-fast lint bench models clean vsix vscode-tools
+.PHONY: install run test test-fast lint bench models clean vsix vscode-tools rebuild-llama
 
 install: $(STAMP)
 
-# Re-run pip only when the project's dependencies change; llama-cpp-python compiles once (pip's wheel cache).
+# llama-cpp-python compiles llama.cpp for the CPU it builds on (-march=native), and pip's wheel cache
+# knows the sdist, not that CPU: a wheel compiled on another machine dies here of SIGILL. So its wheel
+# is cached per CPU (a digest of the CPU's flags); every other package uses pip's usual cache.
+LLAMA_CPP := $(shell sed -n 's/^ *"\(llama-cpp-python==[^"]*\)".*/\1/p' pyproject.toml)
+CPU_ID := $(shell (grep -m1 -E '^(flags|Features)' /proc/cpuinfo 2>/dev/null || uname -m) | cksum | cut -d' ' -f1)
+LLAMA_WHEELS ?= $(HOME)/.cache/fimble/llama-wheels/$(CPU_ID)
+
+# Re-run pip only when the project's dependencies change; llama-cpp-python compiles once per CPU.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip install -q -e '.[all]'
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip install -q --cache-dir '$(LLAMA_WHEELS)' '$(LLAMA_CPP)'
+	$(BIN)/python -m pip install -q -e '.[all]'
 	touch $(STAMP)
+
+# Compile llama.cpp again for this machine, trusting no cached wheel: the fix `fimble doctor` names
+# when the installed build crashes on this CPU (SIGILL: it was compiled for another one).
+rebuild-llama:
+	test -x $(BIN)/python || $(MAKE) install
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip install -q --force-reinstall --no-deps \
+		--no-cache-dir --no-binary llama-cpp-python '$(LLAMA_CPP)'
+	$(BIN)/fimble doctor --reprobe
 
 models: install
 	@for m in $(TEST_MODELS); do $(BIN)/fimble models pull $$m || exit 1; done
