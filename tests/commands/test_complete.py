@@ -107,6 +107,7 @@ def test_complete_prints_a_real_suggestion_as_json() -> None:
     result = json.loads(out.stdout)
     assert result["completion"].strip()
     assert result["fim_family"] == "qwen"
+    assert result["cpu_path"] in ("full", "no-amx", "plain")
     assert result["tokens_evaluated"] == result["prompt_tokens"]
     # `dates.append(|)`: the model's own closing paren would duplicate the one after the cursor.
     assert result["stop_reason"] in ("eog", "newline", "max_tokens", "stop_rule:bracket_balance")
@@ -152,3 +153,20 @@ def test_explain_shows_the_indexed_context_in_the_prompt(tmp_path: Path) -> None
     assert result["note"] is None
     text = run("explain", f"{app}:5:16", "-m", str(model_path(SMALL)), "-n", "8", env=home)
     assert f"shapes/geometry.py  {reason}" in text.stdout
+
+
+@pytest.mark.model
+def test_complete_survives_a_cpu_path_that_crashes(tmp_path: Path) -> None:
+    """The faster paths' probe children die of SIGSEGV (as on a VM whose AMX faults): the command
+    still completes, on the plain path, and says so; when nothing runs it says how to rebuild."""
+    crash = {"FIMBLE_CPU_PATH_DIR": str(tmp_path / "a"), "FIMBLE_PROBE_CRASH": "full=SIGSEGV,no-amx=SIGSEGV"}
+    args = ("complete", f"{EXAMPLE}:8:22", "--model", str(model_path(SMALL)), "-n", "8", "--no-context")
+    out = run(*args, "--json", env=crash)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["cpu_path"] == "plain"
+    assert json.loads(out.stdout)["completion"].strip()
+    everything = "full=SIGILL,no-amx=SIGILL,plain=SIGILL"
+    dead = {"FIMBLE_CPU_PATH_DIR": str(tmp_path / "b"), "FIMBLE_PROBE_CRASH": everything}
+    out = run(*args, env=dead)
+    assert out.returncode == 1  # an error, not a core dump
+    assert "make rebuild-llama" in out.stderr and "Traceback" not in out.stderr

@@ -126,10 +126,15 @@ async def test_two_clients_with_different_encodings_share_the_model(served: Serv
     # One client leaving (shutdown + exit) does not stop the server for the other.
     st = await status(utf8)
     assert st["model"]["state"] == "ready" and st["documents"] == 1
+    # The status names the CPU path the engine runs on, as the probe decided it.
+    assert st["model"]["cpu_path"]["path"] in ("full", "no-amx", "plain")
+    assert st["model"]["cpu_path"]["summary"].startswith(st["model"]["cpu_path"]["path"])
     await _close(utf8)
 
 
 async def test_http_api_runs_in_the_same_process(served: Served) -> None:
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{served.http_port}", timeout=30) as http:
         response = await http.get("/")
+        health = await http.get("/health")
     assert response.status_code == 200 and "fimble" in response.text
+    assert health.status_code == 200 and health.json()["cpu_path"] in ("full", "no-amx", "plain")
