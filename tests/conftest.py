@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import tempfile
 
+from fimble.paths import cache_root
+
 # Engines loaded in-process keep their saved KV states in a directory of this run, never in the
 # user's cache: a state left by an earlier run would change how many tokens a test sees evaluated.
 os.environ.setdefault("FIMBLE_KV_STATE_DIR", tempfile.mkdtemp(prefix="fimble-kvstate-"))
-# One CPU-path verdict per model for the whole run (``fimble.models.cpu_path``), never the user's:
-# servers that tests start with an empty FIMBLE_HOME of their own inherit it and probe no more.
-os.environ.setdefault("FIMBLE_CPU_PATH_DIR", tempfile.mkdtemp(prefix="fimble-cpu-path-"))
+# The CPU path (``fimble.models.cpu_path``) is the machine's, not a test's: every model loads on the
+# path the user's fimble remembers for this machine, also in servers that tests start with an empty
+# FIMBLE_HOME of their own, so outputs do not hang on a fresh probe's timing and no test probes again.
+os.environ.setdefault("FIMBLE_CPU_PATH_DIR", str(cache_root() / "cpu-path"))

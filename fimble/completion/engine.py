@@ -146,7 +146,9 @@ class Engine:
         self.cpu = cpu_path.verdict_for(self.model_path)
         if self.cpu.path is None:
             raise EngineError(self.cpu.problem())
-        if not self.cpu.cached:
+        if self.cpu.path is not cpu_path.CpuPath.FULL:  # a fallback: say so at every load
+            log.warning("CPU path for %s: %s", self.model_path.name, self.cpu.summary())
+        elif not self.cpu.cached:
             log.info("CPU path for %s: %s", self.model_path.name, self.cpu.summary())
 
         import llama_cpp

@@ -13,8 +13,9 @@ a child (``fimble.models.cpu_probe``) for each path of the ladder, safest last:
 
 The first path whose child survives is the verdict. It is remembered under the fimble home, keyed by
 what it depends on (the llama.cpp build, the CPU and kernel, the model file), so later starts pay
-nothing; ``FIMBLE_CPU_PATH_DIR`` moves that record (tests share one per run). ``apply`` puts a verdict
-into effect for the next model load of this process.
+nothing; ``FIMBLE_CPU_PATH_DIR`` moves that record (tests share one per run), and ``FIMBLE_CPU_PATH``
+forces a path without probing (benchmarks; a user who knows better). ``apply`` puts a verdict into
+effect for the next model load of this process.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from fimble import paths
+from fimble.errors import ConfigError
 from fimble.models.locking import model_lock
 
 __all__ = [
@@ -58,7 +60,7 @@ __all__ = [
 ]
 
 # Bump when the ladder or the probe changes, so verdicts recorded by an older fimble are probed again.
-_PROBE_VERSION = 1
+_PROBE_VERSION = 2
 PROBE_TIMEOUT_S = 180.0  # a 1.5B model loads and decodes in seconds; minutes mean a hang
 LLAMA_CPP_PIN = "0.3.36"  # the llama-cpp-python fimble is built and tested with
 REBUILD = (
@@ -77,6 +79,13 @@ class CpuPath(StrEnum):
 
 
 LADDER = (CpuPath.FULL, CpuPath.NO_AMX, CpuPath.PLAIN)
+# The request the surviving paths are timed on: about what a keystroke at a changed place costs (a few
+# dozen to a few hundred prompt tokens, a line of output). Repacking speeds generation up but can slow
+# prompt evaluation down (measured on an AVX-512 EPYC with the 1.5B: 84 vs 120 prompt tok/s, 24 vs 19
+# generated), so which path is faster depends on the machine and the model, and is measured.
+REFERENCE_PROMPT, REFERENCE_GENERATE = 128, 16
+# Plain replaces a repacking path only when it is this much faster: one child's timing is noisy.
+FASTER_BY = 0.10
 _AMX = "AMX"  # ggml's name for its AMX buffer type (ggml-cpu/amx/amx.cpp)
 
 
@@ -89,6 +98,14 @@ class Attempt:
     signal: str = ""  # SIGSEGV, SIGILL ... when it died of one
     detail: str = ""  # the child's last words on stderr, for the log
     ms: float = 0.0
+    prompt_tok_s: float = 0.0  # the child's speed on the reference request (one thread), when ok
+    gen_tok_s: float = 0.0
+
+    def request_s(self) -> float:
+        """Seconds the reference request takes on this path: the cost the paths are compared by."""
+        if self.prompt_tok_s <= 0 or self.gen_tok_s <= 0:
+            return float("inf")
+        return REFERENCE_PROMPT / self.prompt_tok_s + REFERENCE_GENERATE / self.gen_tok_s
 
 
 @dataclass(frozen=True)
@@ -103,19 +120,29 @@ class Verdict:
     cached: bool = False  # read from the record: no probe ran this time
     settled: bool = True  # False: the probe could not tell (error, timeout); not recorded
     detail: str = ""  # why it is not settled
+    faster: bool = False  # plain chosen over a repacking path that also runs, for its measured speed
 
     def summary(self) -> str:
         """One line for doctor, the status command and the log: which path, and why."""
         if self.path is None:
             return f"llama.cpp crashes on this CPU in every configuration ({self._failures()})"
-        if self.path is CpuPath.PLAIN:
+        if self.path is CpuPath.PLAIN and self.faster:
+            out = "plain: no extra buffer types; measured faster here"
+        elif self.path is CpuPath.PLAIN:
             out = f"plain: no extra buffer types, no weight repacking (crashed: {self._failures()})"
         elif self.path is CpuPath.NO_AMX:
             kept = ", ".join(b for b in self.extra_bufts if b != _AMX) or "none"
             out = f"no-amx: AMX advertised but not usable here: disabled; repacking kept ({kept})"
         else:
             out = f"full: extra buffer types {', '.join(self.extra_bufts) or 'none in this build'}"
+        if timings := self._timings():
+            out += f"; a {REFERENCE_PROMPT}-token prompt and {REFERENCE_GENERATE} tokens take {timings}"
         return out if self.settled else f"{out}; not settled ({self.detail or self._failures()})"
+
+    def _timings(self) -> str:
+        """The reference request's time on each path that ran it, e.g. ``plain 3.7 s, full 4.4 s``."""
+        timed = [a for a in self.attempts if a.outcome == "ok" and a.request_s() < float("inf")]
+        return ", ".join(f"{a.path} {a.request_s():.1f} s" for a in timed)
 
     def _failures(self) -> str:
         return ", ".join(f"{a.path}: {a.signal or a.outcome}" for a in self.attempts if a.outcome != "ok")
@@ -145,6 +172,7 @@ class Verdict:
             attempts=tuple(Attempt(**(a | {"path": CpuPath(a["path"])})) for a in data.get("attempts", ())),
             llama_cpp=data.get("llama_cpp", ""),
             key=data.get("key", ""),
+            faster=bool(data.get("faster", False)),
             cached=True,
         )
 
@@ -157,6 +185,9 @@ def decide(try_path: Callable[[CpuPath], tuple[Attempt, Sequence[str]]]) -> Verd
     otherwise it is ``full`` again. Only a CPU fault moves down the ladder. An error stops the walk
     unsettled — the real load will report the real problem (a corrupt file, no memory); a timeout
     moves on but leaves the verdict unsettled, so a busy machine's slow child is probed again later.
+
+    When a repacking path survives, plain runs too, and wins if the reference request is at least
+    ``FASTER_BY`` faster on it: surviving is the first question, speed the second.
     """
     attempts: list[Attempt] = []
     offered: tuple[str, ...] = ()
@@ -168,7 +199,13 @@ def decide(try_path: Callable[[CpuPath], tuple[Attempt, Sequence[str]]]) -> Verd
         offered = tuple(bufts) or offered
         attempts.append(attempt)
         if attempt.outcome == "ok":
-            return Verdict(path, offered, tuple(attempts), settled=settled)
+            if path is CpuPath.PLAIN:
+                return Verdict(path, offered, tuple(attempts), settled=settled)
+            plain, _ = try_path(CpuPath.PLAIN)
+            attempts.append(plain)
+            faster = plain.outcome == "ok" and plain.request_s() < attempt.request_s() * (1 - FASTER_BY)
+            chosen = CpuPath.PLAIN if faster else path
+            return Verdict(chosen, offered, tuple(attempts), settled=settled, faster=faster)
         if attempt.outcome == "error":
             return Verdict(CpuPath.FULL, offered, tuple(attempts), settled=False, detail=attempt.detail)
         if attempt.outcome == "timeout":
@@ -251,10 +288,20 @@ _memo: dict[str, Verdict] = {}
 _memo_lock = threading.Lock()
 
 
+def _threads() -> int:
+    """The engine's default: physical cores (``fimble.completion.engine.default_threads``)."""
+    try:
+        import psutil
+
+        return max(1, psutil.cpu_count(logical=False) or os.cpu_count() or 1)
+    except ImportError:  # pragma: no cover - psutil is a dependency
+        return max(1, os.cpu_count() or 1)
+
+
 def _run_child(model: Path, path: CpuPath) -> tuple[Attempt, list[str]]:
     """One probe: ``python -m fimble.models.cpu_probe MODEL PATH`` and how it ended."""
     started = time.perf_counter()
-    cmd = [sys.executable, "-m", "fimble.models.cpu_probe", str(model), str(path)]
+    cmd = [sys.executable, "-m", "fimble.models.cpu_probe", str(model), str(path), str(_threads())]
     try:
         done = subprocess.run(
             cmd, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL
@@ -271,7 +318,8 @@ def _run_child(model: Path, path: CpuPath) -> tuple[Attempt, list[str]]:
     bufts = [str(b) for b in report.get("extra_bufts", ())]
     last = " | ".join(done.stderr.strip().splitlines()[-3:])[-400:]
     if done.returncode == 0 and report.get("ok"):
-        return Attempt(path, "ok", ms=ms), bufts
+        speed = {k: float(report.get(k, 0.0)) for k in ("prompt_tok_s", "gen_tok_s")}
+        return Attempt(path, "ok", ms=ms, **speed), bufts
     if done.returncode < 0:
         sig = signal.Signals(-done.returncode)
         outcome = "crashed" if sig in _CPU_SIGNALS else "error"
@@ -292,6 +340,12 @@ def verdict_for(
     ``reprobe`` ignores what is remembered (``fimble doctor --reprobe``).
     """
     model = Path(model)
+    if forced := os.environ.get("FIMBLE_CPU_PATH", "").strip():
+        try:
+            return Verdict(CpuPath(forced), settled=False, detail="forced by FIMBLE_CPU_PATH")
+        except ValueError:
+            choices = ", ".join(LADDER)
+            raise ConfigError(f"FIMBLE_CPU_PATH={forced!r} is not a CPU path: use one of {choices}") from None
     try:
         key = probe_key(model)
     except OSError as err:  # no model file: nothing to probe; the load reports the missing file

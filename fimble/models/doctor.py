@@ -241,7 +241,7 @@ def check_cpu_path(
     if not verdict.settled:
         fix = "see the detail above; `fimble doctor --reprobe` probes again"
         return CheckResult("cpu-path", "warn", verdict.summary(), fix, data)
-    if verdict.path is cpu_path.CpuPath.PLAIN:
+    if verdict.path is cpu_path.CpuPath.PLAIN and not verdict.faster:
         fix = f"completions work at about half the speed; a rebuild may restore repacking: {cpu_path.REBUILD}"
         return CheckResult("cpu-path", "warn", verdict.summary(), fix, data)
     return CheckResult("cpu-path", "ok", verdict.summary(), None, data)

@@ -22,65 +22,68 @@ def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield tmp_path / "cpu-path"
 
 
+def attempt(path: CpuPath, spec: str) -> Attempt:
+    """``spec``: "ok@2.0" (survives; the reference request takes 2.0 s), "crashed:SIGSEGV", "error",
+    "timeout"."""
+    outcome, _, rest = spec.partition(":")
+    if outcome.startswith("ok"):
+        seconds = float(outcome.partition("@")[2] or 2.0)
+        half = seconds / 2  # as much time on the prompt as on the generated tokens
+        speed = {
+            "prompt_tok_s": cpu_path.REFERENCE_PROMPT / half,
+            "gen_tok_s": cpu_path.REFERENCE_GENERATE / half,
+        }
+        return Attempt(path, "ok", **speed)
+    return Attempt(path, outcome, rest)
+
+
 def ladder(outcomes: dict[CpuPath, str], offered: Sequence[str] = ("AMX", "CPU_REPACK")):  # type: ignore[no-untyped-def]
-    """A probe that ends each path as ``outcomes`` says ("ok", "crashed:SIGSEGV", "error", "timeout")."""
+    """A probe that ends each path as ``outcomes`` says (see ``attempt``)."""
     tried: list[CpuPath] = []
 
     def run(path: CpuPath) -> tuple[Attempt, Sequence[str]]:
         tried.append(path)
-        outcome, _, sig = outcomes[path].partition(":")
-        return Attempt(path, outcome, sig), offered
+        return attempt(path, outcomes[path]), offered
 
     return run, tried
+
+
+FULL, NO_AMX, PLAIN = CpuPath.FULL, CpuPath.NO_AMX, CpuPath.PLAIN
+BOTH, REPACK = ("AMX", "CPU_REPACK"), ("CPU_REPACK",)
 
 
 @pytest.mark.parametrize(
     ("outcomes", "offered", "path", "tried", "settled"),
     [
-        # A machine that runs everything: one probe, the full path.
-        ({CpuPath.FULL: "ok"}, ("AMX", "CPU_REPACK"), CpuPath.FULL, ["full"], True),
+        # A machine that runs everything: full, unless plain is clearly faster there.
+        ({FULL: "ok@2", PLAIN: "ok@2"}, REPACK, FULL, ["full", "plain"], True),
+        ({FULL: "ok@2", PLAIN: "ok@1.9"}, REPACK, FULL, ["full", "plain"], True),  # 5%: noise
+        ({FULL: "ok@2", PLAIN: "ok@1.5"}, REPACK, PLAIN, ["full", "plain"], True),
+        ({FULL: "ok@2", PLAIN: "crashed:SIGSEGV"}, REPACK, FULL, ["full", "plain"], True),
         # AMX advertised but faulting: repacking kept, AMX left out.
         (
-            {CpuPath.FULL: "crashed:SIGSEGV", CpuPath.NO_AMX: "ok"},
-            ("AMX", "CPU_REPACK"),
-            CpuPath.NO_AMX,
-            ["full", "no-amx"],
+            {FULL: "crashed:SIGSEGV", NO_AMX: "ok@2", PLAIN: "ok@3"},
+            BOTH,
+            NO_AMX,
+            ["full", "no-amx", "plain"],
             True,
         ),
         # Repacking itself faults: plain buffers.
         (
-            {CpuPath.FULL: "crashed:SIGSEGV", CpuPath.NO_AMX: "crashed:SIGSEGV", CpuPath.PLAIN: "ok"},
-            ("AMX", "CPU_REPACK"),
-            CpuPath.PLAIN,
+            {FULL: "crashed:SIGSEGV", NO_AMX: "crashed:SIGSEGV", PLAIN: "ok"},
+            BOTH,
+            PLAIN,
             ["full", "no-amx", "plain"],
             True,
         ),
         # No AMX in the build: no-amx would be full again, so it is skipped.
-        (
-            {CpuPath.FULL: "crashed:SIGILL", CpuPath.PLAIN: "ok"},
-            ("CPU_REPACK",),
-            CpuPath.PLAIN,
-            ["full", "plain"],
-            True,
-        ),
+        ({FULL: "crashed:SIGILL", PLAIN: "ok"}, REPACK, PLAIN, ["full", "plain"], True),
         # Nothing runs (a wheel compiled for another CPU): no path, and that is settled.
-        (
-            {CpuPath.FULL: "crashed:SIGILL", CpuPath.PLAIN: "crashed:SIGILL"},
-            ("CPU_REPACK",),
-            None,
-            ["full", "plain"],
-            True,
-        ),
+        ({FULL: "crashed:SIGILL", PLAIN: "crashed:SIGILL"}, REPACK, None, ["full", "plain"], True),
         # An error is not the CPU's doing: stop, load as usual, probe again next time.
-        ({CpuPath.FULL: "error"}, ("CPU_REPACK",), CpuPath.FULL, ["full"], False),
+        ({FULL: "error"}, REPACK, FULL, ["full"], False),
         # A hang moves on, but the verdict is not trusted for later starts.
-        (
-            {CpuPath.FULL: "timeout", CpuPath.NO_AMX: "ok"},
-            ("AMX", "CPU_REPACK"),
-            CpuPath.NO_AMX,
-            ["full", "no-amx"],
-            False,
-        ),
+        ({FULL: "timeout", NO_AMX: "ok@2", PLAIN: "ok@3"}, BOTH, NO_AMX, ["full", "no-amx", "plain"], False),
     ],
 )
 def test_the_ladder(
@@ -96,22 +99,25 @@ def test_the_ladder(
     assert [str(p) for p in seen] == tried
     assert verdict.settled is settled
     assert verdict.extra_bufts == tuple(offered)
+    assert verdict.faster is (path is PLAIN and outcomes[FULL].startswith("ok"))
 
 
 def test_summaries_say_what_was_found() -> None:
-    no_amx = decide(ladder({CpuPath.FULL: "crashed:SIGSEGV", CpuPath.NO_AMX: "ok"})[0])
+    no_amx = decide(ladder({FULL: "crashed:SIGSEGV", NO_AMX: "ok@2", PLAIN: "ok@3"})[0])
     assert no_amx.summary() == (
-        "no-amx: AMX advertised but not usable here: disabled; repacking kept (CPU_REPACK)"
+        "no-amx: AMX advertised but not usable here: disabled; repacking kept (CPU_REPACK); "
+        "a 128-token prompt and 16 tokens take no-amx 2.0 s, plain 3.0 s"
     )
-    plain = decide(ladder({CpuPath.FULL: "crashed:SIGILL", CpuPath.PLAIN: "ok"}, ("CPU_REPACK",))[0])
+    plain = decide(ladder({FULL: "crashed:SIGILL", PLAIN: "ok"}, REPACK)[0])
     assert plain.summary().startswith("plain: no extra buffer types") and "full: SIGILL" in plain.summary()
-    dead = decide(
-        ladder({CpuPath.FULL: "crashed:SIGILL", CpuPath.PLAIN: "crashed:SIGILL"}, ("CPU_REPACK",))[0]
-    )
+    faster = decide(ladder({FULL: "ok@2", PLAIN: "ok@1.5"}, REPACK)[0])
+    assert faster.summary().startswith("plain: no extra buffer types; measured faster here")
+    assert faster.summary().endswith("take full 2.0 s, plain 1.5 s")
+    dead = decide(ladder({FULL: "crashed:SIGILL", PLAIN: "crashed:SIGILL"}, REPACK)[0])
     assert "compiled for a CPU with instructions this one lacks" in dead.problem()
     assert "make rebuild-llama" in dead.problem() and "--no-cache-dir" in dead.problem()
-    full = decide(ladder({CpuPath.FULL: "ok"}, ("CPU_REPACK",))[0])
-    assert full.summary() == "full: extra buffer types CPU_REPACK"
+    full = decide(ladder({FULL: "ok@2", PLAIN: "ok@2.5"}, REPACK)[0])
+    assert full.summary().startswith("full: extra buffer types CPU_REPACK; a 128-token prompt")
 
 
 def counting_probe(outcomes: dict[CpuPath, str]):  # type: ignore[no-untyped-def]
@@ -119,8 +125,7 @@ def counting_probe(outcomes: dict[CpuPath, str]):  # type: ignore[no-untyped-def
 
     def run(model: Path, path: CpuPath) -> tuple[Attempt, Sequence[str]]:
         calls.append(path)
-        outcome, _, sig = outcomes[path].partition(":")
-        return Attempt(path, outcome, sig), ("AMX", "CPU_REPACK")
+        return attempt(path, outcomes[path]), BOTH
 
     return run, calls
 
@@ -130,9 +135,9 @@ def test_the_verdict_is_remembered_until_what_it_depends_on_changes(
 ) -> None:
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF" + b"\0" * 64)
-    run, calls = counting_probe({CpuPath.FULL: "crashed:SIGSEGV", CpuPath.NO_AMX: "ok"})
+    run, calls = counting_probe({FULL: "crashed:SIGSEGV", NO_AMX: "ok", PLAIN: "ok@3"})
     first = verdict_for(model, run=run)
-    assert first.path is CpuPath.NO_AMX and not first.cached and calls == [CpuPath.FULL, CpuPath.NO_AMX]
+    assert first.path is CpuPath.NO_AMX and not first.cached and calls == [FULL, NO_AMX, PLAIN]
     assert len(list(fresh.glob("*.json"))) == 1
 
     # A later start (a new process: no memo) reads the record and runs no child at all.
@@ -144,7 +149,7 @@ def test_the_verdict_is_remembered_until_what_it_depends_on_changes(
     monkeypatch.setattr(cpu_path, "_memo", {})
     model.write_bytes(b"GGUF" + b"\1" * 80)
     calls.clear()
-    assert verdict_for(model, run=run).path is CpuPath.NO_AMX and calls == [CpuPath.FULL, CpuPath.NO_AMX]
+    assert verdict_for(model, run=run).path is CpuPath.NO_AMX and calls == [FULL, NO_AMX, PLAIN]
 
     # The CPU's flags change (another machine, same home): probe again.
     monkeypatch.setattr(cpu_path, "_memo", {})
@@ -152,7 +157,7 @@ def test_the_verdict_is_remembered_until_what_it_depends_on_changes(
     monkeypatch.setattr(cpu_path, "_cpu_identity", lambda: {**real(), "flags": "fpu sse2 amx_tile"})
     calls.clear()
     verdict_for(model, run=run)
-    assert calls == [CpuPath.FULL, CpuPath.NO_AMX]
+    assert calls == [FULL, NO_AMX, PLAIN]
 
     # The llama.cpp build changes (a rebuild): probe again.
     monkeypatch.setattr(cpu_path, "_memo", {})
@@ -160,12 +165,12 @@ def test_the_verdict_is_remembered_until_what_it_depends_on_changes(
     monkeypatch.setattr(cpu_path, "_llama_build", lambda: {**build(), "libs": [["libggml-cpu.so", 1, 2]]})
     calls.clear()
     verdict_for(model, run=run)
-    assert calls == [CpuPath.FULL, CpuPath.NO_AMX]
+    assert calls == [FULL, NO_AMX, PLAIN]
 
     # --reprobe ignores what is remembered.
     calls.clear()
     verdict_for(model, run=run, reprobe=True)
-    assert calls == [CpuPath.FULL, CpuPath.NO_AMX]
+    assert calls == [FULL, NO_AMX, PLAIN]
 
 
 def test_an_unsettled_verdict_is_not_remembered(tmp_path: Path, fresh: Path) -> None:
@@ -182,8 +187,8 @@ def test_an_unreadable_record_means_one_more_probe(tmp_path: Path, fresh: Path) 
     model.write_bytes(b"GGUF")
     fresh.mkdir(parents=True)
     (fresh / f"{cpu_path.probe_key(model)}.json").write_text("{torn", encoding="utf-8")
-    run, calls = counting_probe({CpuPath.FULL: "ok"})
-    assert verdict_for(model, run=run).path is CpuPath.FULL and calls == [CpuPath.FULL]
+    run, calls = counting_probe({FULL: "ok", PLAIN: "ok@3"})
+    assert verdict_for(model, run=run).path is CpuPath.FULL and calls == [FULL, PLAIN]
     record = json.loads(next(fresh.glob("*.json")).read_text(encoding="utf-8"))
     assert Verdict.from_json(record).path is CpuPath.FULL
 
@@ -227,3 +232,16 @@ def test_the_engine_loads_on_the_path_the_probe_chose(monkeypatch: pytest.Monkey
     monkeypatch.setenv("FIMBLE_PROBE_CRASH", "full=SIGILL,no-amx=SIGILL,plain=SIGILL")
     with pytest.raises(EngineError, match="make rebuild-llama"):
         Engine(model_path(SMALL), EngineConfig(n_ctx=512))
+
+
+def test_a_forced_path_is_not_probed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fimble.errors import ConfigError
+
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    monkeypatch.setenv("FIMBLE_CPU_PATH", "plain")
+    forced = verdict_for(model, run=lambda m, p: pytest.fail("probed although a path was forced"))
+    assert forced.path is CpuPath.PLAIN and "forced" in forced.summary()
+    monkeypatch.setenv("FIMBLE_CPU_PATH", "fast")
+    with pytest.raises(ConfigError, match=r"FIMBLE_CPU_PATH='fast'.*full, no-amx, plain"):
+        verdict_for(model)
