@@ -143,7 +143,7 @@ class Engine:
         self.config = config or EngineConfig()
         self.model_path = Path(model_path)
         # Before llama.cpp is imported here: on a CPU it cannot run, only a child process may find out.
-        self.cpu = cpu_path.verdict_for(self.model_path)
+        self.cpu = cpu_path.verdict_for(self.model_path, on_probe=self._probing)
         if self.cpu.path is None:
             raise EngineError(self.cpu.problem())
         if self.cpu.path is not cpu_path.CpuPath.FULL:  # a fallback: say so at every load
@@ -208,6 +208,14 @@ class Engine:
         self.fim = self._detect_fim()
         self.speculative = self.config.speculative  # per-request override: ``generate(speculative=)``
         self.draft_policy = DraftPolicy()  # learns how long drafts should be, across requests
+
+    def _probing(self, path: str) -> None:
+        log.warning(
+            "first load of %s here: probing how llama.cpp runs on this CPU, the %s path "
+            "(a child process; once per machine and model)",
+            self.model_path.name,
+            path,
+        )
 
     # -- vocabulary ---------------------------------------------------------------------------
 

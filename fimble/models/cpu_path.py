@@ -79,11 +79,15 @@ class CpuPath(StrEnum):
 
 
 LADDER = (CpuPath.FULL, CpuPath.NO_AMX, CpuPath.PLAIN)
-# The request the surviving paths are timed on: about what a keystroke at a changed place costs (a few
-# dozen to a few hundred prompt tokens, a line of output). Repacking speeds generation up but can slow
-# prompt evaluation down (measured on an AVX-512 EPYC with the 1.5B: 84 vs 120 prompt tok/s, 24 vs 19
-# generated), so which path is faster depends on the machine and the model, and is measured.
-REFERENCE_PROMPT, REFERENCE_GENERATE = 128, 16
+# The request the surviving paths are timed on: a place the KV cache does not cover (hundreds of
+# prompt tokens) and a line of output. Repacking speeds generation up but can slow prompt evaluation
+# down (an AVX-512 EPYC with the 1.5B: 84 vs 120 prompt tok/s, 24 vs 19 generated, and the first
+# suggestion at a new place 21.5 vs 15.2 s), so which path is faster depends on the machine and the
+# model, and is measured. The child times batches of TIMED_PROMPT tokens (the rate hardly depends on
+# the batch size past a hundred) and single tokens; a request weighed at 128 prompt tokens put the
+# 1.5B's two paths within noise of each other.
+REFERENCE_PROMPT, REFERENCE_GENERATE = 256, 16
+TIMED_PROMPT = 128
 # Plain replaces a repacking path only when it is this much faster: one child's timing is noisy.
 FASTER_BY = 0.10
 _AMX = "AMX"  # ggml's name for its AMX buffer type (ggml-cpu/amx/amx.cpp)
@@ -128,6 +132,8 @@ class Verdict:
             return f"llama.cpp crashes on this CPU in every configuration ({self._failures()})"
         if self.path is CpuPath.PLAIN and self.faster:
             out = "plain: no extra buffer types; measured faster here"
+            if crashed := self._failures():
+                out += f" (crashed: {crashed})"
         elif self.path is CpuPath.PLAIN:
             out = f"plain: no extra buffer types, no weight repacking (crashed: {self._failures()})"
         elif self.path is CpuPath.NO_AMX:

@@ -106,7 +106,7 @@ def test_summaries_say_what_was_found() -> None:
     no_amx = decide(ladder({FULL: "crashed:SIGSEGV", NO_AMX: "ok@2", PLAIN: "ok@3"})[0])
     assert no_amx.summary() == (
         "no-amx: AMX advertised but not usable here: disabled; repacking kept (CPU_REPACK); "
-        "a 128-token prompt and 16 tokens take no-amx 2.0 s, plain 3.0 s"
+        "a 256-token prompt and 16 tokens take no-amx 2.0 s, plain 3.0 s"
     )
     plain = decide(ladder({FULL: "crashed:SIGILL", PLAIN: "ok"}, REPACK)[0])
     assert plain.summary().startswith("plain: no extra buffer types") and "full: SIGILL" in plain.summary()
@@ -117,7 +117,7 @@ def test_summaries_say_what_was_found() -> None:
     assert "compiled for a CPU with instructions this one lacks" in dead.problem()
     assert "make rebuild-llama" in dead.problem() and "--no-cache-dir" in dead.problem()
     full = decide(ladder({FULL: "ok@2", PLAIN: "ok@2.5"}, REPACK)[0])
-    assert full.summary().startswith("full: extra buffer types CPU_REPACK; a 128-token prompt")
+    assert full.summary().startswith("full: extra buffer types CPU_REPACK; a 256-token prompt")
 
 
 def counting_probe(outcomes: dict[CpuPath, str]):  # type: ignore[no-untyped-def]
