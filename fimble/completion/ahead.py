@@ -98,7 +98,7 @@ class WorkAhead(CompleterParts):
                 self._stats.prefetched += 1
                 self._stats.tokens_evaluated += more.generation.tokens_evaluated
                 self._stats.tokens_generated += len(more.generation.tokens)
-            if (cache_key := self._cache_key(follow)) is not None:
+            if not more.provisional and (cache_key := self._cache_key(follow)) is not None:
                 self.cache.put(cache_key, Cached(more.text, more.multiline))
             self._typeahead.extend(key, *base, more.text)
 

@@ -165,7 +165,10 @@ class Completer(WorkAhead, Adoption):
                 raise
             self._record(result.generation, queued_ms=(started - submitted) * 1000, path=request.path)
             if result.stop_reason != "cancelled":
-                if cache_key is not None and result.stop_reason != "context_full":
+                # A small first prompt's answer is not cached: once the full prompt is warm, the same
+                # request at this place must get the full prompt's answer, not the cold one for good.
+                keep = cache_key is not None and result.stop_reason != "context_full"
+                if keep and not result.provisional:
                     self.cache.put(cache_key, Cached(result.text, result.multiline))
                 if key is not None:
                     self._typeahead.remember(

@@ -59,6 +59,9 @@ class CompletionResult:
     generation: Generation
     parts: tuple[PartSummary, ...]
     shape: str = ""  # why one line or a block: the syntax at the cursor, or the multiline setting
+    # Answered from a small first prompt (a cold place: no repository context, a short window): shown,
+    # but not the answer at this place for later requests, which the full prompt gives once warm.
+    provisional: bool = False
 
     @property
     def stop_reason(self) -> str:
@@ -131,5 +134,10 @@ def complete(
     text = clean_completion(generation.text, stop_ctx)
     parts = tuple(PartSummary(p.kind, len(p.tokens), p.reason, p.path) for p in prompt.parts)
     return CompletionResult(
-        text=text, multiline=multiline, generation=generation, parts=parts, shape=syntax.reason
+        text=text,
+        multiline=multiline,
+        generation=generation,
+        parts=parts,
+        shape=syntax.reason,
+        provisional=warmer is not None and warmer.last_small,
     )

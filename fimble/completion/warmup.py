@@ -116,6 +116,9 @@ class Warmer:
         self._small_start = 0  # where the file's own tokens begin in it (after the path)
         self._starts = StartLines()  # per file: the line the last small prompt's prefix began at
         self.first_prompts = 0  # requests answered from a small prompt (for status and benchmarks)
+        # Whether the last ``choose`` gave a small prompt: its answer lacks the full prompt's context,
+        # so it is shown but not remembered as the answer at that place (the completion cache).
+        self.last_small = False
         self.warmed_tokens = 0  # tokens evaluated while idle
 
     def choose(
@@ -137,6 +140,7 @@ class Warmer:
         prefix budget up to 30% larger or smaller (given ``prefix_budget``): the start that the cache
         or a saved state already holds wins. The factor that won is tried first next time (per ``key``).
         """
+        self.last_small = False
         config = current_config()
         if config.first_ms <= 0:
             self._target = None
@@ -166,6 +170,7 @@ class Warmer:
             return full
         self._target = _Target(tokens, full.stable_len, head)
         self.first_prompts += 1
+        self.last_small = True
         self._leave_small(engine, small)
         self._small, self._small_start = small.tokens[: _head_len(small)], small.stable_len
         if key is not None:

@@ -185,6 +185,41 @@ def test_a_repeated_request_is_answered_from_the_cache() -> None:
     completer.close()
 
 
+class ColdThenWarm:
+    """A warmer stub: the first ``cold`` prompts are small ones (a cold place), the rest full."""
+
+    def __init__(self, cold: int) -> None:
+        self.cold = cold
+        self.last_small = False
+
+    def choose(self, engine: object, full: object, rebuild: object, **_: object) -> object:
+        self.last_small, self.cold = self.cold > 0, self.cold - 1
+        return full
+
+    def observe(self, generation: Generation) -> None:
+        pass
+
+
+def test_a_small_first_prompts_answer_is_not_the_answer_at_that_place_for_good(tmp_path: Path) -> None:
+    """The cold answer (small prompt, no repository context) is shown but not cached, also not on
+    disk: the same request once the full prompt is warm gets the full prompt's answer."""
+    engine = ScriptedEngine("cold()", "cold()", "warm()", "other()")
+    engine.warmer = ColdThenWarm(cold=2)  # type: ignore[attr-defined]
+    cache = CompletionCache(CacheConfig(path=tmp_path / "cache"))
+    completer = Completer(load=lambda: engine, cache=cache, prefetch=False)  # type: ignore[arg-type, return-value]
+    first = completer.submit(request("xs."), key="doc").future.result(5)
+    assert first.text == "cold()" and first.provisional
+    completer.submit(request("ys."), key="doc").future.result(5)  # elsewhere, and cold too
+    again = completer.submit(request("xs."), key="doc").future.result(5)
+    assert again.stop_reason == "eog" and again.text == "warm()" and not again.provisional
+    completer.submit(request("zs."), key="doc").future.result(5)
+    cached = completer.submit(request("xs."), key="doc").future.result(5)
+    assert cached.stop_reason == "cached" and cached.text == "warm()"
+    assert engine.calls == 4
+    completer.close()
+    cache.close()
+
+
 def test_the_cache_survives_a_new_completer_on_the_same_directory(tmp_path: Path) -> None:
     def run() -> tuple[str, int]:
         engine = FakeEngine("append(x)")

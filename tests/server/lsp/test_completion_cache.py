@@ -25,14 +25,17 @@ TEXT = "def mean(xs):\n    total = sum(xs)\n    return \n"
 LINE, COL = 2, len("    return ")
 
 
-async def _complete_once(home: Path, workspace: Path) -> tuple[list[str], dict[str, object]]:
-    client = await start(["-m", model_path()], env(home), options=MODEL_OPTIONS)
+async def _complete_once(
+    home: Path, workspace: Path, text: str = TEXT, options: dict[str, object] | None = None
+) -> tuple[list[str], dict[str, object]]:
+    client = await start(["-m", model_path()], env(home), options=options or MODEL_OPTIONS)
     try:
         assert (await wait_model(client))["model"]["state"] == "ready"
         uri = (workspace / "stats.py").as_uri()
-        open_doc(client, uri, TEXT)
+        open_doc(client, uri, text)
+        line = text.count("\n", 0, text.index("    return \n"))
         texts = insert_texts(
-            await client.text_document_inline_completion_async(inline_params(uri, LINE, COL))
+            await client.text_document_inline_completion_async(inline_params(uri, line, COL))
         )
         return texts, await status(client)
     finally:
@@ -52,3 +55,22 @@ async def test_a_request_repeated_after_a_restart_is_answered_from_the_disk_cach
     assert st["requests"]["cache_hits"] == 1 and st["requests"]["completed"] == 0  # type: ignore[index]
     assert (home / "completions" / "data.mdb").exists()
     assert st["cache"]["completions"]["disk_hits"] == 1  # type: ignore[index]
+
+
+async def test_a_cold_places_small_prompt_answer_is_not_kept_for_that_place(tmp_path: Path) -> None:
+    """At a place the KV cache does not cover, the first answer comes from a small prompt (no
+    repository context, a short window). It is shown, but not cached — also not on disk, where it
+    used to outlive the cold prompt — so asking again at that place runs the model, on the full
+    prompt once that is warm."""
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    helpers = "".join(
+        f"def helper_{i}(values):\n    return [v * {i} for v in values]\n\n\n" for i in range(40)
+    )
+    text = helpers + TEXT
+    cold = {**MODEL_OPTIONS, "firstSuggestionMs": 200}  # far less than the full prompt takes here
+    _, st = await _complete_once(home, workspace, text, cold)
+    assert st["model"]["small_first_prompts"] == 1, st["model"]  # type: ignore[index]
+    assert st["last"]["engine"]["stop_reason"] != "cached"  # type: ignore[index]
+    _, st = await _complete_once(home, workspace, text, cold)
+    assert st["last"]["engine"]["stop_reason"] != "cached", st["last"]  # type: ignore[index]
+    assert st["requests"]["cache_hits"] == 0  # type: ignore[index]
