@@ -12,18 +12,24 @@ defined somewhere: ``jsonify(result=a + b)`` uses ``jsonify`` (imported from the
   class's bases) and not in this file, is not a method of a builtin type (``d.get``, ``f.close``)
   and is not taken from a module outside the workspace (``click.group``).
 
-Pure functions over strings and small lookups, so they are tested without an index.
+Which characters start comments and strings, and which names and methods are the language's own,
+are per-language data (``data/crossfile.toml``): Python and the JavaScript family (JavaScript,
+TypeScript, TSX, where ``#`` starts a private field, not a comment). Pure functions over strings and
+small lookups, so they are tested without an index.
 """
 
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
 
 from fimble.completion.unbound import PYTHON_BUILTINS
 
-__all__ = ["Resolver", "Use", "classify", "code_uses", "not_named_above"]
+__all__ = ["Resolver", "Use", "classify", "code_uses", "language_facts", "not_named_above"]
 
 # ``x.get``, ``x.pop``, ``x.close``: the methods of builtin types and files are called on dicts, lists
 # and streams far more often than on the workspace's class that happens to define one too.
@@ -37,6 +43,48 @@ _DEFINING = ("def", "class", "function", "fn", "func", "struct", "interface", "t
 
 
 @dataclass(frozen=True)
+class LanguageFacts:
+    """What finding a line's names needs to know about its language (``data/crossfile.toml``)."""
+
+    line_comments: tuple[str, ...]
+    block_comment: tuple[str, str] | None
+    quotes: str
+    builtins: frozenset[str]
+    builtin_attrs: frozenset[str]
+
+
+@cache
+def _families() -> dict[str, LanguageFacts]:
+    raw = tomllib.loads(resources.files("fimble.evaluation.data").joinpath("crossfile.toml").read_text())
+    out: dict[str, LanguageFacts] = {}
+    for family in raw.values():
+        block = family.get("block_comment")
+        facts = LanguageFacts(
+            line_comments=tuple(family.get("line_comments", ())),
+            block_comment=(block[0], block[1]) if block else None,
+            quotes=family.get("quotes", "\"'"),
+            builtins=frozenset(family.get("builtins", ())),
+            builtin_attrs=frozenset(family.get("builtin_attrs", ())),
+        )
+        out.update(dict.fromkeys(family["languages"], facts))
+    return out
+
+
+@cache
+def language_facts(language: str = "python") -> LanguageFacts:
+    """The facts of ``language`` (an indexer language name); Python's for a language without any,
+    with the interpreter's builtins and built-in types' methods for Python itself."""
+    families = _families()
+    facts = families.get(language, families["python"])
+    if facts is families["python"]:
+        facts = LanguageFacts(
+            facts.line_comments, facts.block_comment, facts.quotes,
+            facts.builtins | PYTHON_BUILTINS, facts.builtin_attrs | _BUILTIN_ATTRS,
+        )
+    return facts
+
+
+@dataclass(frozen=True)
 class Use:
     """A name the code of a line uses; ``qualifier`` is the name before the dot of ``a.name``."""
 
@@ -44,8 +92,9 @@ class Use:
     qualifier: str | None = None
 
 
-def _code_mask(line: str) -> list[bool]:
+def _code_mask(line: str, facts: LanguageFacts | None = None) -> list[bool]:
     """Per character, whether it is code (not inside a string literal or a comment)."""
+    facts = facts or language_facts()
     out = [True] * len(line)
     quote: str | None = None
     i = 0
@@ -66,11 +115,18 @@ def _code_mask(line: str) -> list[bool]:
                 continue
             i += 1
             continue
-        if ch == "#" or line.startswith("//", i):
+        if any(line.startswith(marker, i) for marker in facts.line_comments):
             for k in range(i, len(line)):
                 out[k] = False
             break
-        if ch in "\"'`":
+        if facts.block_comment and line.startswith(facts.block_comment[0], i):
+            end = line.find(facts.block_comment[1], i + len(facts.block_comment[0]))
+            stop = len(line) if end < 0 else end + len(facts.block_comment[1])
+            for k in range(i, stop):
+                out[k] = False
+            i = stop
+            continue
+        if ch in facts.quotes:
             quote = line[i : i + 3] if line.startswith(ch * 3, i) else ch
             for k in range(len(quote)):
                 out[i + k] = False
@@ -80,21 +136,22 @@ def _code_mask(line: str) -> list[bool]:
     return out
 
 
-def code_uses(line: str, column: int = 0) -> list[Use]:
+def code_uses(line: str, column: int = 0, language: str = "python") -> list[Use]:
     """Names used by the code of ``line`` from ``column`` on (the masked rest), in order, each once.
 
     Skipped: names in strings and comments, ``name=`` (a keyword argument or an assignment target,
     not a use), the name after ``def``/``class`` (being defined), builtins, keywords and names
     shorter than three characters.
     """
-    code = _code_mask(line)
+    facts = language_facts(language)
+    code = _code_mask(line, facts)
     out: dict[Use, None] = {}
     for m in _IDENT.finditer(line):
         start, end = m.span()
         if start < column or not code[start]:
             continue
         name = m.group()
-        if len(name) < 3 or name in PYTHON_BUILTINS:
+        if len(name) < 3 or name in facts.builtins:
             continue
         rest = line[end:].lstrip()
         if rest.startswith("=") and not rest.startswith("=="):
@@ -126,6 +183,7 @@ class Resolver:
     own: frozenset[str]
     reachable: Callable[[str], bool]
     external: frozenset[str] = frozenset()
+    language: str = "python"
 
     def is_cross_file(self, use: Use) -> bool:
         if use.name in self.own:
@@ -134,7 +192,7 @@ class Resolver:
             return bool(self.bound.get(use.name))
         if use.qualifier in self.external and use.qualifier not in self.bound:
             return False
-        if use.name in _BUILTIN_ATTRS:
+        if use.name in language_facts(self.language).builtin_attrs:
             return False
         return self.reachable(use.name)
 

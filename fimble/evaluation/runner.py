@@ -26,10 +26,20 @@ if TYPE_CHECKING:
     from fimble.completion.engine import Engine
     from fimble.indexer import WorkspaceIndex
 
-__all__ = ["EvalConfig", "Prepared", "cross_file_names", "open_index", "prepare", "run_model"]
+__all__ = [
+    "EvalConfig",
+    "Prepared",
+    "choose",
+    "classifier",
+    "cross_file_names",
+    "open_index",
+    "prepare",
+    "run_model",
+]
 
 Progress = Callable[[int], None]  # advance a progress bar by n
 ContextFiles = tuple[tuple[str, str, str], ...]
+Classify = Callable[[str, int, int], list[str]]  # (path, line, column) -> cross-file names
 
 @dataclass(frozen=True)
 class EvalConfig:
@@ -45,6 +55,7 @@ class EvalConfig:
     threads: int = 0
     cross_share: float = 0.5
     cross_unseen: bool = False  # a line is cross-file only for names the file does not show above it
+    language: str = "auto"  # which files' lines are sampled (``sources.LANGUAGES``); auto: the most
 
 
 @dataclass(frozen=True)
@@ -61,16 +72,32 @@ class Prepared:
 def cross_file_names(line: str, column: int, resolver: Resolver) -> list[str]:
     """Names the code of ``line`` uses from ``column`` on that resolve, through the file's imports,
     to a definition in another workspace file (``fimble.evaluation.crossfile``)."""
-    return classify(code_uses(line, column), resolver)
+    return classify(code_uses(line, column, resolver.language), resolver)
 
 
 _HOPS = 3  # tests -> package __init__ -> module -> its base classes' module
 
 
-def _bound_names(imp: Any, lines: Sequence[str]) -> list[str]:
+_JS_FAMILY = frozenset({"javascript", "typescript", "tsx"})
+
+
+def _js_module_binding(spec: str, window: str) -> list[str]:
+    """What a JavaScript/TypeScript import without named bindings binds: ``import * as ns from
+    'spec'`` and ``const ns = require('spec')`` bind ``ns``; a side-effect import or a re-export
+    (``export * from``) binds nothing."""
+    quoted = rf"""['"`]{re.escape(spec)}['"`]"""
+    found = re.search(rf"\bimport\s+\*\s+as\s+([A-Za-z_$][\w$]*)\s+from\s+{quoted}", window) or re.search(
+        rf"\b([A-Za-z_$][\w$]*)\s*=\s*(?:require|import)\(\s*{quoted}\s*\)", window
+    )
+    return [found.group(1)] if found else []
+
+
+def _bound_names(imp: Any, lines: Sequence[str], language: str = "python") -> list[str]:
     """The names an import binds in the importing file (``a as b`` binds ``b``; ``import a.b``
-    binds ``a``)."""
+    binds ``a``; in JavaScript/TypeScript ``import * as ns`` binds ``ns``)."""
     window = " ".join(lines[imp.line : imp.line + 30])
+    if not imp.names and language in _JS_FAMILY:
+        return _js_module_binding(imp.spec, window)
     out = []
     for name in imp.names or (imp.spec,):
         if not imp.names:
@@ -99,17 +126,20 @@ def _resolver_factory(index: WorkspaceIndex, texts: Mapping[str, str]) -> Callab
         return defined[path]
 
     def make(path: str) -> Resolver:
+        from fimble.indexer.languages import detect_language
+
+        language = detect_language(path)
         lines = texts.get(path, "").split("\n")
         bound: dict[str, tuple[str, ...]] = {}
         external: set[str] = set()
         frontier: list[str] = []
         for imp in imports_of(path):
             if not imp.targets:
-                external.update(_bound_names(imp, lines))
+                external.update(_bound_names(imp, lines, language))
                 continue
             frontier.extend(imp.targets)
             if imp.names:  # ``import pkg`` binds a module, not a definition: ``pkg.name`` counts
-                for name in _bound_names(imp, lines):
+                for name in _bound_names(imp, lines, language):
                     bound[name] = tuple(imp.targets)
         reach: set[str] = set()
         for _ in range(_HOPS):
@@ -119,9 +149,42 @@ def _resolver_factory(index: WorkspaceIndex, texts: Mapping[str, str]) -> Callab
         names: set[str] = set()
         for f in reach:
             names |= names_in(f)
-        return Resolver(bound, names_in(path), names.__contains__, frozenset(external))
+        return Resolver(bound, names_in(path), names.__contains__, frozenset(external), language)
 
     return make
+
+
+def classifier(index: WorkspaceIndex, files: Sequence[tuple[str, str]], config: EvalConfig) -> Classify:
+    """``(path, line, column) -> names``: the names the line's code from ``column`` on takes from
+    other workspace files (with ``config.cross_unseen``, only those the file does not spell out
+    above the cursor). Reads the index while it is open; resolvers are made once per file."""
+    texts = dict(files)
+    resolvers: dict[str, Resolver] = {}
+    make_resolver = _resolver_factory(index, texts)
+
+    def names(path: str, line: int, column: int) -> list[str]:
+        if path not in resolvers:
+            resolvers[path] = make_resolver(path)
+        lines = texts[path].split("\n")
+        found = cross_file_names(lines[line], column, resolvers[path])
+        if config.cross_unseen:  # CrossCodeEval's rule: only names the file cannot show the model
+            found = not_named_above(found, "\n".join([*lines[:line], lines[line][:column]]))
+        return found
+
+    return names
+
+
+def choose(index: WorkspaceIndex, files: Sequence[tuple[str, str]], config: EvalConfig) -> list[Sample]:
+    """The samples of ``config`` (seeded; about ``cross_share`` of them cross-file lines), in file
+    and line order. The same index, files and config give the same samples."""
+    names = classifier(index, files, config)
+    return choose_samples(
+        files,
+        config.samples,
+        seed=config.seed,
+        classify=lambda s: names(s.path, s.line, s.column),
+        cross_share=config.cross_share,
+    )
 
 
 def prepare(
@@ -129,31 +192,19 @@ def prepare(
     files: Sequence[tuple[str, str]],
     config: EvalConfig,
     progress: Progress | None = None,
+    samples: Sequence[Sample] | None = None,
 ) -> list[Prepared]:
-    """Choose samples (about ``cross_share`` of them cross-file) and gather each one's context with
-    its masked line hidden from the index, and only that one: each file is restored from disk right
-    after its sample (before, the masks of earlier samples stayed until the end, hiding up to 40
-    lines of other files from later samples' context), also on errors.
+    """Choose samples (``choose``, unless given) and gather each one's context with its masked line
+    hidden from the index, and only that one: each file is restored from disk right after its
+    sample (before, the masks of earlier samples stayed until the end, hiding up to 40 lines of
+    other files from later samples' context), also on errors.
     The index must be built and writable."""
     from fimble.completion.context import ContextGatherer
 
     root = index.root
     texts = dict(files)
-    resolvers: dict[str, Resolver] = {}
-
-    def cross(s: Sample) -> list[str]:
-        if s.path not in resolvers:
-            resolvers[s.path] = make_resolver(s.path)
-        lines = texts[s.path].split("\n")
-        names = cross_file_names(lines[s.line], s.column, resolvers[s.path])
-        if config.cross_unseen:  # CrossCodeEval's rule: only names the file cannot show the model
-            names = not_named_above(names, "\n".join([*lines[: s.line], lines[s.line][: s.column]]))
-        return names
-
-    make_resolver = _resolver_factory(index, texts)
-    samples = choose_samples(
-        files, config.samples, seed=config.seed, classify=cross, cross_share=config.cross_share
-    )
+    if samples is None:
+        samples = choose(index, files, config)
     out: list[Prepared] = []
     masked: str | None = None  # the one file the index sees masked, restored after its sample
     try:

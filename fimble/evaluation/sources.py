@@ -19,7 +19,14 @@ from pathlib import Path
 from fimble import paths
 from fimble.errors import InputError
 
-__all__ = ["fetch_sdist", "source_files", "sources_root"]
+__all__ = ["LANGUAGES", "fetch_sdist", "pick_language", "source_files", "sources_root"]
+
+# ``--language``: each choice is the indexer languages whose lines are sampled (TypeScript with TSX).
+LANGUAGES: dict[str, frozenset[str]] = {
+    "python": frozenset({"python"}),
+    "typescript": frozenset({"typescript", "tsx"}),
+    "javascript": frozenset({"javascript"}),
+}
 
 _SPEC = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9.!+_-]+$")
 _SKIP_DIRS = {".git", ".hg", ".tox", ".venv", "venv", "node_modules", "build", "dist", "__pycache__"}
@@ -111,3 +118,23 @@ def source_files(root: Path, languages: frozenset[str] = frozenset({"python"})) 
             except (OSError, UnicodeDecodeError):
                 continue
     return out
+
+
+def pick_language(root: Path, choice: str = "auto") -> str:
+    """``choice``, or with ``"auto"`` the language of ``LANGUAGES`` with the most files under
+    ``root`` (Python on a tie or when there is none: the sdists ``--pypi`` fetches)."""
+    if choice != "auto":
+        if choice not in LANGUAGES:
+            raise InputError(f"--language wants auto or one of {', '.join(LANGUAGES)}, got {choice!r}")
+        return choice
+    from fimble.indexer.languages import detect_language
+
+    counts = dict.fromkeys(LANGUAGES, 0)
+    for _folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".")]
+        for name in files:
+            found = detect_language(name)
+            for choice_name, members in LANGUAGES.items():
+                counts[choice_name] += found in members
+    best = max(counts, key=lambda k: (counts[k], k == "python"))
+    return best if counts[best] else "python"

@@ -72,3 +72,22 @@ def test_names_not_spelled_out_above_the_cursor_are_the_unseen_ones() -> None:
     above = "from .app import Flask\napp = Flask(__name__)\napp.config_class  # no\nx = app."
     assert not_named_above(["Flask", "config", "route"], above) == ["config", "route"]
     assert not_named_above([], above) == []
+
+
+def test_typescript_private_fields_are_code_and_its_comments_are_not() -> None:
+    def names(line: str) -> list[str]:
+        return [u.name for u in code_uses(line, 0, "typescript")]
+
+    # ``#`` starts a private field in TypeScript, not a comment: what follows it is still code
+    assert names("  return this.#count + area(w, w); // uses helper") == ["count", "area"]
+    assert names("  const b = build(/* old: legacy() */ shape);") == ["build", "shape"]
+    assert names("  const s = `total: ${area}`;") == []
+    # the language's own names are not another file's (``log`` is an attribute: see below)
+    assert names("  console.log(new Promise(resolve));") == ["log", "resolve"]
+
+
+def test_typescript_methods_of_builtin_types_are_not_counted() -> None:
+    reachable = {"push", "then", "grow", "log"}.__contains__
+    r = Resolver(bound={}, own=frozenset(), reachable=reachable, language="tsx")
+    assert classify(code_uses("items.push(box.grow());", 0, "tsx"), r) == ["grow"]
+    assert classify(code_uses("load().then(done); console.log(x);", 0, "tsx"), r) == []

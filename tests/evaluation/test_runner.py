@@ -105,3 +105,52 @@ def test_each_sample_hides_only_its_own_line(repo: Path, monkeypatch: pytest.Mon
     finally:
         index.close()
     assert "units.py" in checked and len(set(checked)) > 1
+
+
+SHAPES_TS = """export function area(w: number, h: number): number {
+  return w * h;
+}
+export class Box {
+  #count = 0;
+  grow(): number { return this.#count++; }
+}
+"""
+
+APP_TS = """import { area as surface } from './shapes';
+import * as S from './shapes.js';
+import * as fs from 'node:fs';
+
+export function house(w: number): number {
+  const b = new S.Box();
+  fs.readFileSync('x');
+  return surface(w, w) + S.area(1, 2) + b.grow();
+}
+"""
+
+
+def test_typescript_lines_are_classified_through_their_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fimble.evaluation.runner import classifier
+    from fimble.evaluation.sources import LANGUAGES
+
+    monkeypatch.setenv("FIMBLE_HOME", str(tmp_path / "home"))
+    root = tmp_path / "web"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "shapes.ts").write_text(SHAPES_TS)
+    (root / "src" / "app.ts").write_text(APP_TS)
+    files = source_files(root, LANGUAGES["typescript"])
+    index = open_index(root)
+    try:
+        names = classifier(index, files, EvalConfig())
+        lines = APP_TS.split("\n")
+
+        def at(needle: str) -> list[str]:
+            i = next(n for n, line in enumerate(lines) if needle in line)
+            return names("src/app.ts", i, len(lines[i]) - len(lines[i].lstrip()))
+
+        assert at("return surface") == ["surface", "area", "grow"]  # an alias, a namespace, a method
+        assert at("new S.Box") == ["Box"]
+        assert at("readFileSync") == []  # ``fs`` is a module from outside the workspace
+    finally:
+        index.close()

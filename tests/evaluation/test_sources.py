@@ -47,3 +47,25 @@ def test_source_files_lists_code_only(tmp_path: Path) -> None:
     with pytest.raises(InputError):
         source_files(tmp_path / "missing")
 
+
+
+def test_the_language_is_the_one_with_the_most_files(tmp_path: Path) -> None:
+    from fimble.evaluation.sources import LANGUAGES, pick_language
+
+    (tmp_path / "src").mkdir()
+    for name in ("a.ts", "b.tsx", "c.ts"):
+        (tmp_path / "src" / name).write_text("export const x = 1;\n")
+    (tmp_path / "setup.py").write_text("x = 1\n")
+    (tmp_path / "node_modules").mkdir()
+    for i in range(5):
+        (tmp_path / "node_modules" / f"m{i}.py").write_text("x = 1\n")  # (skipped, as the index does)
+    assert pick_language(tmp_path) == "typescript"
+    assert pick_language(tmp_path, "python") == "python"
+    listed = [p for p, _ in source_files(tmp_path, LANGUAGES["typescript"])]
+    assert listed == ["src/a.ts", "src/b.tsx", "src/c.ts"]
+    assert pick_language(tmp_path / "src" / "..", "auto") == "typescript"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert pick_language(empty) == "python"
+    with pytest.raises(InputError, match="--language"):
+        pick_language(tmp_path, "cobol")

@@ -1,0 +1,1 @@
+"""Per-language facts the evaluation needs (``crossfile.toml``), kept as data beside the code."""
