@@ -3,7 +3,7 @@
 ``golden/<rule>/<case>/`` holds:
 
 - ``input.<ext>``: the document, with ``<CURSOR>`` where the cursor is (the extension names the
-  language; ``.txt`` is a file without a grammar);
+  language; ``.txt``, ``.mk`` are files without a grammar);
 - ``model.txt`` (optional): what the model generated there, raw and byte for byte (a final newline is
   part of it); it is fed to the stop rules one character at a time, as the engine feeds them one
   token at a time, then cleaned;
@@ -11,6 +11,9 @@
   (absent: auto);
 - ``expected.toml``: ``multiline`` and ``reason`` (the shape), and with ``model.txt`` ``stop`` (the stop
   reason, ``eog`` when no rule fired) and ``text`` (the suggestion shown).
+
+Both are read byte for byte: a file saved with CRLF line ends keeps its ``\r\n`` (``golden/.gitattributes``
+stops git from converting them), and ``expected.toml`` writes a ``\r`` as the escape ``\r``.
 
 ``FIMBLE_GOLDEN_UPDATE=1 pytest tests/completion/test_golden.py`` rewrites every ``expected.toml`` from
 what the code does now; review the diff before committing it.
@@ -37,9 +40,15 @@ def _cases() -> list[Path]:
     return sorted(p for p in GOLDEN.glob("*/*") if p.is_dir())
 
 
+def _read(path: Path) -> str:
+    """The file's text as saved: no universal newlines, so CRLF cases are CRLF."""
+    with path.open(encoding="utf-8", newline="") as f:
+        return f.read()
+
+
 def _input(case: Path) -> tuple[str, str, str | None]:
     (path,) = [p for p in case.iterdir() if p.name.startswith("input.")]
-    text = path.read_text("utf-8")
+    text = _read(path)
     assert text.count(CURSOR) == 1, f"{path}: exactly one {CURSOR} marker"
     prefix, suffix = text.split(CURSOR)
     return prefix, suffix, resolve_language(None, path.name)
@@ -54,7 +63,7 @@ def run_case(case: Path) -> dict[str, object]:
     out: dict[str, object] = {"multiline": syntax.multiline, "reason": syntax.reason}
     model = case / "model.txt"
     if model.exists():
-        raw = model.read_text("utf-8")
+        raw = _read(model)
         ctx = stop_context(prefix, suffix, syntax)
         check = make_stop_check(ctx)
         text, stop = raw, "eog"
@@ -74,10 +83,10 @@ def _toml(values: dict[str, object]) -> str:
         if isinstance(value, bool):
             lines.append(f"{key} = {'true' if value else 'false'}")
         elif isinstance(value, str) and "\n" in value:
-            escaped = value.replace("\\", "\\\\").replace('"""', '\\"""')
+            escaped = value.replace("\\", "\\\\").replace('"""', '\\"""').replace("\r", "\\r")
             lines.append(f'{key} = """\n{escaped}"""')
         else:
-            escaped = str(value).replace("\\", "\\\\").replace('"', '\\"')
+            escaped = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\r", "\\r")
             lines.append(f'{key} = "{escaped}"')
     return "\n".join(lines) + "\n"
 
