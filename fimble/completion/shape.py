@@ -159,10 +159,30 @@ def _leaves(root: Node) -> list[Node]:
                 return out
 
 
+def _foreign_closer(spec: ShapeSpec, leaf: Node) -> bool:
+    """Whether a closing token ends a construct some other token opened: the ``}`` of a template
+    substitution opened by ``${`` (JavaScript, TypeScript), or any opener spelled with more than the
+    bracket (``#{``, ``$(``, ``\\(``).
+
+    Matched by kind alone, that ``}`` would close the ``{`` of the enclosing function in the prefix (and
+    every bracket opened after it), or count as the suffix closing one: the bracket rule would then cut
+    a closing bracket the line needs. The parser pairs them: the opener is the first child of the
+    closer's parent (outside error recovery, where the tree says nothing).
+    """
+    parent = leaf.parent
+    if parent is None or parent.type == "ERROR" or parent.child_count == 0:
+        return False
+    first = parent.child(0)
+    want = spec.closers[leaf.type]
+    return first is not None and first.type != want and first.type.endswith(want)
+
+
 def _brackets(spec: ShapeSpec, before: list[Node], after: list[Node]) -> tuple[list[Node], int]:
     """Opener tokens still open at the cursor (outermost first) and how many the suffix closes."""
     closers = spec.closers
     stack: list[Node] = []
+    before = [leaf for leaf in before if leaf.type not in closers or not _foreign_closer(spec, leaf)]
+    after = [leaf for leaf in after if leaf.type not in closers or not _foreign_closer(spec, leaf)]
     for leaf in before:
         if leaf.type in spec.brackets:
             stack.append(leaf)

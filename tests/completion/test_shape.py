@@ -56,6 +56,16 @@ def test_facts_for_the_stop_rules() -> None:
     assert ctx.line_prefix == "if (a(b(" and ctx.open_brackets == "((("
 
 
+def test_a_template_substitution_closes_only_itself() -> None:
+    # Its "}" was matched by kind: it closed the function's "{" (and the call opened after it) in the
+    # prefix, or counted as the suffix closing the loop's "{".
+    syntax = analyze("function f(id) {\n\tlog(`user ${id}`, format(", "\n}\n", "typescript")
+    assert syntax.open_brackets == "{(("
+    prefix = "function f(xs) {\n\tfor (const x of xs) {"
+    syntax = analyze(prefix, "\n\tlog(`${xs.length}`);\n}\n", "javascript")
+    assert (syntax.open_brackets, syntax.closed_in_suffix) == ("{{", 1)
+
+
 def test_forced_shape_keeps_the_facts() -> None:
     syntax = analyze('print("', '")\n', "python", multiline=True)
     assert (syntax.multiline, syntax.reason) == (True, "always")

@@ -1,0 +1,4 @@
+function report(items) {
+	for (const item of items) {<CURSOR>
+	console.log(`done: ${items.length}`);
+}
