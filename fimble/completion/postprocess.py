@@ -35,6 +35,19 @@ def _unclosed(line: str) -> int:
     return depth
 
 
+def _own_closers_from(text: str) -> int:
+    """Where the last closing bracket that pairs with an opener of ``text`` itself ends (0: none)."""
+    stack: list[str] = []
+    end = 0
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            stack.append(ch)
+        elif ch in _PAIRS and stack and stack[-1] == _PAIRS[ch]:
+            stack.pop()
+            end = i + 1
+    return end
+
+
 def trim_suffix_overlap(text: str, line_prefix: str, line_suffix: str) -> str:
     """Drop the end of ``text`` that repeats what already follows the cursor on its line.
 
@@ -42,19 +55,24 @@ def trim_suffix_overlap(text: str, line_prefix: str, line_suffix: str) -> str:
     the editor inserts it before the existing ``)``. A part of the rest of the line is trimmed only
     when that makes the line better balanced, so a correct ``dt.date(y, m, d)`` keeps its own ``)``;
     all of it (``let n = |;`` completed as ``items.length;``) also when balance stays the same.
+
+    The balance is the cursor's line alone, which cannot see a bracket opened on a line above it
+    (``value=|)`` inside a ``compute(`` call): a closer that pairs with an opener of the suggestion
+    itself is never trimmed, or ``foo(bar(x))`` there would lose the ``)`` it needs.
     """
     rest = line_suffix.rstrip()
     body = text.rstrip()
     if not rest or not body:
         return text
+    own = _own_closers_from(body)  # body[:own] keeps every pair the suggestion closes itself
     before = _excess(line_prefix + body + rest)
-    if len(body) > len(rest) and body.endswith(rest):
+    if len(body) > len(rest) and body.endswith(rest) and len(body) - len(rest) >= own:
         trimmed = line_prefix + body[: -len(rest)] + rest
         if _excess(trimmed) <= before and _unclosed(trimmed) <= _unclosed(line_prefix + body + rest):
             return body[: -len(rest)]
     if before == 0:
         return text
-    for k in range(min(len(rest), len(body)), 0, -1):
+    for k in range(min(len(rest), len(body) - own), 0, -1):
         if body.endswith(rest[:k]) and _excess(line_prefix + body[:-k] + rest) < before:
             return body[:-k]
     return text

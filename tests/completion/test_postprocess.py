@@ -17,6 +17,11 @@ from fimble.completion.stops import StopContext
         ("1, 2]", "xs = [", "]", "1, 2"),
         ("x + 1", "y = ", "", "x + 1"),
         ("foo", "bar(", ")", "foo"),
+        # The ")" after the cursor closes a bracket opened on a line above: the suggestion's own
+        # closers stay.
+        ("foo(bar(x))", "    value=", ")", "foo(bar(x))"),
+        ("max(b, min(c, d))", "\t       a, ", ");", "max(b, min(c, d))"),
+        ("foo(bar(x)));", "\t\twrap(", ");", "foo(bar(x))"),
     ],
 )
 def test_trim_suffix_overlap(text: str, line_prefix: str, line_suffix: str, expected: str) -> None:

@@ -1,0 +1,4 @@
+int main(void) {
+	printf("%d %d\n",
+	       a, <CURSOR>);
+}

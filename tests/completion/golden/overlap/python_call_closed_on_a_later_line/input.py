@@ -1,0 +1,2 @@
+result = compute(
+    value=<CURSOR>)
