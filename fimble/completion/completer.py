@@ -129,7 +129,8 @@ class Completer(WorkAhead, Adoption):
                 self._supersede(key)
                 self._typeahead.remember(key, request.prefix, request.suffix, cached.text, cached.multiline)
             return self._answered(request, (cached.text, cached.multiline), "cached", where)
-        if key is not None and (adopted := self._adopt(key, request)) is not None:
+        # An invoked request wants the full prompt: the running generation may be a cold small one.
+        if key is not None and not request.full_prompt and (adopted := self._adopt(key, request)) is not None:
             return adopted
         return self._start(request, key, cache_key, submitted)
 

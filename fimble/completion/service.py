@@ -34,6 +34,7 @@ class CompletionRequest:
     context_files: tuple[tuple[str, str, str], ...] = field(default=())  # (path, text, reason)
     prefix_budget: int = PREFIX_TOKENS
     suffix_budget: int = SUFFIX_TOKENS
+    full_prompt: bool = False  # never a small first prompt, however cold (the user asked: they wait)
 
     @property
     def prefix(self) -> str:
@@ -118,6 +119,7 @@ def complete(
             prefix_budget=request.prefix_budget,
             suffix_budget=request.suffix_budget,
             key=request.path,
+            small_ok=not request.full_prompt,
         )
     stop_ctx = stop_context(prefix, suffix, syntax)
     generation = engine.generate(

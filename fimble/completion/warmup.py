@@ -130,9 +130,11 @@ class Warmer:
         prefix_budget: int = 0,
         suffix_budget: int = 0,
         key: str | None = None,
+        small_ok: bool = True,
     ) -> FimPrompt:
         """``full`` when the cache (or a saved state) makes it cheap enough, else a small prompt
         fitting the latency target, with ``full`` left to warm up when the user is idle.
+        ``small_ok=False`` (an invoked request) always gives ``full``, aligned with what is held.
 
         The prefix of a full prompt starts at a line that moves in steps of 16 as the cursor moves,
         so coming back to a file a few lines away from where it was warmed can start the prefix one
@@ -156,7 +158,7 @@ class Warmer:
         tokens = full.tokens
         head = _head_len(full)
         self._head, self._head_start = tokens[:head], full.stable_len
-        if cost <= threshold:
+        if cost <= threshold or not small_ok:
             self._target = None
             self._leave_small(engine, full)
             return full

@@ -4,7 +4,8 @@ Clients send settings in ``initializationOptions`` and ``workspace/didChangeConf
 ``workspace/configuration``), either bare or under a ``"fimble"`` key, with camelCase names::
 
     {"model": "qwen2.5-coder-1.5b", "threads": 0, "maxTokens": 64, "multiline": "auto",
-     "debounceMs": 0, "deadlineMs": 4000, "prefixTokens": 1536, "suffixTokens": 64,
+     "debounceMs": 0, "deadlineMs": 4000, "invokedDeadlineMs": 20000, "prefixTokens": 1536,
+     "suffixTokens": 64,
      "languages": {"markdown": false, "*": true}, "index": {"exclude": ["**/vendor/**"]},
      "enable": true, "completionFallback": "auto", "acceptanceLog": true,
      "firstSuggestionMs": 1600, "kvStateMb": 1024, "speculative": true}
@@ -37,6 +38,9 @@ class Settings:
     multiline: str = "auto"  # auto | always | never
     debounce_ms: int = 0  # server-side debounce of automatic requests; 0 when the client debounces
     deadline_ms: int = 4000  # per request, from arrival; a late request returns its whole lines
+    # An invoked request (the user asked) is answered from the full prompt, cold or not, and may wait
+    # this long for it; automatic ones take the small first prompt where the cache is cold.
+    invoked_deadline_ms: int = 20_000
     prefix_tokens: int = PREFIX_TOKENS  # context budget before the cursor
     suffix_tokens: int = SUFFIX_TOKENS  # and after it (evaluated again on every keystroke)
     languages: tuple[tuple[str, bool], ...] = ()  # languageId -> enabled; "*" for the rest
@@ -140,6 +144,7 @@ _FIELDS: dict[tuple[str, ...], tuple[str, Callable[[object], Any]]] = {
     ("multiline",): ("multiline", _choice("auto", "always", "never")),
     ("debounceMs",): ("debounce_ms", _int_range(0, 5000)),
     ("deadlineMs",): ("deadline_ms", _int_range(50, 120_000)),
+    ("invokedDeadlineMs",): ("invoked_deadline_ms", _int_range(50, 300_000)),
     ("prefixTokens",): ("prefix_tokens", _int_range(16, 3072)),
     ("suffixTokens",): ("suffix_tokens", _int_range(0, 1024)),
     ("languages",): ("languages", _languages),

@@ -117,7 +117,10 @@ class Suggester:
             if not self._newest(query.key, seq):
                 timeline["outcome"] = "superseded"
                 return None
-        deadline = received + settings.deadline_ms / 1000
+        wait_ms = settings.deadline_ms
+        if query.invoked:  # the user asked: wait for the full prompt, never less than automatically
+            wait_ms = max(wait_ms, settings.invoked_deadline_ms)
+        deadline = received + wait_ms / 1000
         text, offset = query.text, query.offset
         request = _request(query, settings)
         # Typing into the shown suggestion needs neither context nor model: answer before fetching.
@@ -234,6 +237,7 @@ class Suggester:
 
 
 def _request(query: Query, settings: Settings) -> CompletionRequest:
+    """What to complete; an invoked query asks for the full prompt (see ``invoked_deadline_ms``)."""
     return CompletionRequest(
         text=query.text,
         offset=query.offset,
@@ -243,4 +247,5 @@ def _request(query: Query, settings: Settings) -> CompletionRequest:
         multiline=settings.multiline_flag,
         prefix_budget=settings.prefix_tokens,
         suffix_budget=settings.suffix_tokens,
+        full_prompt=query.invoked,
     )

@@ -121,6 +121,16 @@ def test_a_cold_large_prompt_gets_a_small_one_and_warms_up_when_idle() -> None:
     assert warmer.choose(engine, full, rebuild) is full  # type: ignore[arg-type]
 
 
+def test_an_invoked_request_gets_the_full_prompt_however_cold() -> None:
+    engine, warmer = FakeEngine(), Warmer()
+    full = _prompt(400, 1200, 64)
+    small = _prompt(0, 60, 20, base=10_000)
+    assert warmer.choose(engine, full, lambda p, s, c: small) is small  # type: ignore[arg-type]
+    assert warmer.last_small
+    chosen = warmer.choose(engine, full, lambda p, s, c: pytest.fail("no small prompt"), small_ok=False)  # type: ignore[arg-type]
+    assert chosen is full and not warmer.last_small and not warmer._target
+
+
 def test_a_keystroke_stops_the_warm_up_and_its_progress_is_saved() -> None:
     engine, warmer = FakeEngine(cancel_after=4), Warmer()
     full = _prompt(400, 1200, 64)

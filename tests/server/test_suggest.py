@@ -181,3 +181,22 @@ async def test_invoked_requests_skip_the_debounce() -> None:
     stub.jobs[0][1].future.set_result(_result("b"))
     assert (await task) is not None
     assert isinstance(stub.jobs[0][1].cancel, CancelToken)
+
+
+async def test_an_invoked_request_asks_for_the_full_prompt_and_waits_longer() -> None:
+    """The user asked: no small first prompt, and the longer deadline (an automatic request at the
+    same place, the short one)."""
+    stub = StubCompleter()
+    s = _suggester(stub)
+    settings = Settings(deadline_ms=50, invoked_deadline_ms=5000)
+    auto = asyncio.ensure_future(s.suggest(Query("a", "x = ", 4), settings))
+    await _until(lambda: len(stub.jobs) == 1 and stub.jobs[0][1].cancel.reason == "deadline")
+    stub.jobs[0][1].future.set_result(_result("", "cancelled"))  # cut at 50 ms
+    assert await auto is None and s.last.get("deadline_hit")
+    invoked = asyncio.ensure_future(s.suggest(Query("b", "x = ", 4, invoked=True), settings))
+    await _until(lambda: len(stub.jobs) == 2)
+    await asyncio.sleep(0.2)  # past the automatic deadline: still waiting
+    assert not invoked.done()
+    stub.jobs[1][1].future.set_result(_result("1"))
+    assert (await invoked).text == "1"  # type: ignore[union-attr]
+    assert [request.full_prompt for request, _ in stub.jobs] == [False, True]

@@ -16,6 +16,7 @@ export interface ServerSettings {
   multiline?: string;
   debounceMs?: number;
   deadlineMs?: number;
+  invokedDeadlineMs?: number;
   languages?: Record<string, boolean>;
   index?: { exclude: string[] };
   acceptanceLog?: boolean;
@@ -33,6 +34,7 @@ const SCALARS = [
   'multiline',
   'debounceMs',
   'deadlineMs',
+  'invokedDeadlineMs',
   'acceptanceLog',
   'prefixTokens',
   'suffixTokens',

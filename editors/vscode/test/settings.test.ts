@@ -49,6 +49,7 @@ test('budget, warm-up, KV-state and speculative settings pass through when set',
     prefixTokens: 1024,
     suffixTokens: 32,
     firstSuggestionMs: 0,
+    invokedDeadlineMs: 30000,
     kvStateMb: 256,
     speculative: false,
   };
