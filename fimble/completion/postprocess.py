@@ -100,15 +100,17 @@ def clean_completion(text: str, ctx: StopContext) -> str:
 
     The stop rules judge a line once it is complete; a generation that ended (end of generation, token
     limit) in the middle of its last line has that line judged here, as if a newline followed.
+    The lines are cleaned with ``\n`` and given the document's line end last: a model writes ``\n`` or
+    ``\r\n`` in a CRLF file, and the suggestion must read like the file.
     """
-    text = text.rstrip()
+    text = text.replace("\r\n", "\n").rstrip()
     if text and (hit := make_stop_check(ctx)(text + "\n")) is not None:
         text = text[: hit[1]].rstrip()
     if "\n" not in text:
         text = trim_suffix_overlap(text, ctx.line_prefix, ctx.suffix.split("\n", 1)[0])
     else:
         text = trim_suffix_lines(text, ctx.suffix)
-    return text
+    return text.replace("\n", ctx.newline) if ctx.newline != "\n" else text
 
 
 def whole_lines(text: str) -> str:

@@ -391,12 +391,25 @@ def _next_code_line(suffix: str) -> str | None:
 
 def stop_context(prefix: str, suffix: str, syntax: CursorSyntax) -> StopContext:
     """The stop rules' view of one request: the cursor's line, the suffix and the syntax facts."""
+    start = prefix.rfind("\n") + 1
     return StopContext(
-        line_prefix=prefix[prefix.rfind("\n") + 1 :],
+        line_prefix=prefix[start:],
         suffix=suffix,
         multiline=syntax.multiline,
         open_brackets=syntax.open_brackets if syntax.language is not None else None,
         closed_in_suffix=syntax.closed_in_suffix,
         string_quote=syntax.string_quote,
         block_indent=syntax.block_indent,
+        above=_lines_above(prefix, start),
     )
+
+
+_ABOVE_CHARS = 4000
+
+
+def _lines_above(prefix: str, start: int) -> str:
+    """The whole lines before the cursor's line within ``_ABOVE_CHARS`` (not a copy of a huge prefix)."""
+    low = max(0, start - _ABOVE_CHARS)
+    if low > 0:
+        low = prefix.find("\n", low - 1, start) + 1 or start
+    return prefix[low:start]

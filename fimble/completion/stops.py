@@ -37,6 +37,7 @@ class StopContext:
     closed_in_suffix: int = 0  # how many of them, innermost first, the suffix closes
     string_quote: str = ""  # closing delimiter of the string the cursor is in, already in the suffix
     block_indent: int | None = None  # lines indented less leave the cursor's block (None: its line's)
+    above: str = ""  # whole lines before the cursor's line (the last few), with their line ends
 
     @functools.cached_property
     def suffix_first_line(self) -> str:
@@ -52,6 +53,15 @@ class StopContext:
                 return line
             start = end + 1 if end >= 0 else 0
         return ""
+
+    @functools.cached_property
+    def newline(self) -> str:
+        """The document's line end, the one a suggestion's lines get: ``\r\n`` when the cursor's line
+        (or, on a last line, the line above) ends with it."""
+        end, text = self.suffix.find("\n"), self.suffix
+        if end < 0:
+            end, text = self.above.rfind("\n"), self.above
+        return "\r\n" if end > 0 and text[end - 1] == "\r" else "\n"
 
     @property
     def min_indent(self) -> int:
@@ -131,7 +141,8 @@ def indent_stop(text: str, ctx: StopContext) -> tuple[str, int] | None:
     Such a line belongs to an enclosing block; it is the user's next decision, not this completion.
     At the end of a block header (``def f():``) the block is the body, so a line back at the header's
     indentation leaves it too. A line that starts with a closing bracket is left to the bracket rule:
-    it may close the block the suggestion opened.
+    it may close the block the suggestion opened. A line of a CRLF generation ends in ``\r``: a blank one
+    is still blank.
     """
     if not ctx.multiline or "\n" not in text:
         return None
@@ -140,7 +151,7 @@ def indent_stop(text: str, ctx: StopContext) -> tuple[str, int] | None:
     limit = ctx.min_indent
     for line in rest[:-1]:  # a line is judged once it is complete
         body = line.lstrip(" \t")
-        if body and body[0] not in _CLOSERS and len(line) - len(body) < limit:
+        if body.rstrip("\r") and body[0] not in _CLOSERS and len(line) - len(body) < limit:
             return "stop_rule:indent", offset - 1
         offset += len(line) + 1
     return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from fimble.completion.postprocess import clean_completion, trim_suffix_overlap, whole_lines
@@ -37,3 +39,10 @@ def test_whole_lines_keeps_only_finished_lines() -> None:
     assert whole_lines("a = 1\nb = 2\nc = ") == "a = 1\nb = 2"
     assert whole_lines("unfinished") == ""
     assert whole_lines("\n    x = 1\n    y") == "\n    x = 1"
+
+
+def test_clean_gives_the_documents_line_ends() -> None:
+    c = StopContext(line_prefix="def f():", suffix="\r\n", multiline=True, block_indent=1)
+    for generated in ("\n    a = 1\n\n    return a\n", "\r\n    a = 1\r\n\r\n    return a\r\n"):
+        assert clean_completion(generated, c) == "\r\n    a = 1\r\n\r\n    return a"
+    assert clean_completion("\r\n    return a\r\n", replace(c, suffix="\n")) == "\n    return a"

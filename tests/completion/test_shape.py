@@ -76,3 +76,12 @@ def test_spec_falls_back_to_default() -> None:
     assert shape_spec("java").header_keywords == frozenset()
     assert shape_spec("python").block_openers == frozenset({":"})
     assert shape_spec("c").brackets == {"(": ")", "[": "]", "{": "}"}
+
+
+def test_stop_context_sees_whole_lines_above() -> None:
+    prefix = "x" * 10_000 + "\n" + "def f():\r\n    a = 1\r\n    "
+    ctx = stop_context(prefix, "\r\n", analyze(prefix, "\r\n", "python"))
+    assert ctx.above == "def f():\r\n    a = 1\r\n"  # bounded, and never the tail of a cut line
+    assert ctx.newline == "\r\n"
+    one_long_line = "y = " + "1 + " * 2000 + "1\n"
+    assert stop_context(one_long_line, "\n", analyze(one_long_line, "\n", "python")).above == ""

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pytest
+
 from fimble.completion.stops import (
     StopContext,
     bracket_stop,
@@ -109,3 +113,40 @@ def test_single_line_mode_finishes_a_statement_whose_brackets_span_lines() -> No
 def test_a_statement_left_open_too_long_falls_back_to_its_first_line() -> None:
     text = "call(\n" + "".join(f"    a{i},\n" for i in range(20))
     assert first_line_stop(text, ctx()) == ("newline", len("call("))
+
+
+def _crlf(text: str) -> str:
+    return text.replace("\n", "\r\n")
+
+
+@pytest.mark.parametrize(
+    ("c", "text"),
+    [
+        (ctx("    n = ", "\n    return n\n"), "len(xs)\n    return n\n"),
+        (StopContext("def f():", "\n", True, block_indent=1), "\n    a = 1\n\n    return a\n\nprint(f())\n"),
+        (ctx("", "\n    return dates\n", multiline=True), "x = 1\n    return dates\n"),
+        (ctx("    ", "\n", multiline=True), "\n    f()\n    f()\n    f()\n"),
+    ],
+)
+def test_rules_cut_a_crlf_generation_where_they_cut_the_lf_one(c: StopContext, text: str) -> None:
+    """A model writes ``\\r\\n`` in a CRLF file: the same rule (newline, indent with a blank line in the
+    block, suffix_repeat, repetition) fires at the same line."""
+    crlf_ctx = replace(c, suffix=_crlf(c.suffix))
+
+    def run(check_ctx: StopContext, generated: str) -> tuple[str, str] | None:
+        check = make_stop_check(check_ctx)
+        for i in range(1, len(generated) + 1):
+            if (hit := check(generated[:i])) is not None:
+                return hit[0], generated[: i][: hit[1]].replace("\r\n", "\n").rstrip("\r")
+        return None
+
+    lf = run(c, text)
+    assert lf is not None
+    assert run(crlf_ctx, _crlf(text)) == lf
+
+
+def test_newline_is_the_documents() -> None:
+    assert ctx("x = ", "\r\ny = 2\r\n").newline == "\r\n"
+    assert ctx("x = ", "\ny = 2\n").newline == "\n"
+    assert StopContext("x = ", "", False, above="a = 1\r\n").newline == "\r\n"  # the last line
+    assert ctx("x = ", "").newline == "\n"

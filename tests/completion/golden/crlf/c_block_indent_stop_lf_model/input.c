@@ -1,0 +1,1 @@
+int inc(int x) {<CURSOR>

@@ -1,0 +1,5 @@
+package main
+
+func sum(xs []int) int {<CURSOR>
+	return total
+}

@@ -1,0 +1,2 @@
+let n = <CURSOR>;
+console.log(n);

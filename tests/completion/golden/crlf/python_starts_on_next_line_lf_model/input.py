@@ -1,0 +1,2 @@
+def f(xs):
+    n = len(xs)<CURSOR>
