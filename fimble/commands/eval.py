@@ -1,8 +1,9 @@
-"""`fimble eval [REPO]`: how well completion works on a real repository, with and without its context."""
+"""`fimble eval [REPO]`: how well completion works on a real repository, as served and at its ceiling."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -14,6 +15,23 @@ def _models(model: tuple[str, ...], models: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names)) or ("qwen2.5-coder-1.5b",)
 
 
+def _think_times(values: tuple[str, ...]) -> tuple[int, ...]:
+    """``--think-ms`` values, each one number or a comma list, in order, each once."""
+    out: list[int] = []
+    for value in values:
+        for part in value.split(","):
+            if not part.strip():
+                continue
+            try:
+                ms = int(part)
+            except ValueError:
+                raise click.BadParameter(f"expected milliseconds, got {part.strip()!r}") from None
+            if not 0 <= ms <= 600_000:
+                raise click.BadParameter(f"expected 0 to 600000 ms, got {ms}")
+            out.append(ms)
+    return tuple(dict.fromkeys(out)) or (0,)
+
+
 @click.command("eval", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("repo", required=False, type=click.Path(path_type=Path, file_okay=False))
 @click.option(
@@ -21,6 +39,41 @@ def _models(model: tuple[str, ...], models: str | None) -> tuple[str, ...]:
     "pypi",
     metavar="NAME==VERSION",
     help="Evaluate on this project's source distribution from PyPI (downloaded once, then cached).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["served", "ceiling", "both"]),
+    default="served",
+    show_default=True,
+    help="served: ask a real `fimble serve` over LSP, as an editor does (small first prompts, "
+    "deadlines, caches); ceiling: complete in-process from the full prompt with no deadline; "
+    "both: each on the same lines.",
+)
+@click.option(
+    "--think-ms",
+    "think_ms",
+    multiple=True,
+    default=("0,2000",),
+    show_default=True,
+    metavar="MS[,MS...]",
+    help="Served: the pause between the cursor arriving (didFocus) and the request (repeatable or "
+    "a comma list); each think time runs in its own fresh server.",
+)
+@click.option(
+    "--server-option",
+    "server_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Served: a server setting sent in initializationOptions (repeatable; JSON values; dotted "
+    "keys nest), e.g. deadlineMs=8000 or firstSuggestionMs=3000. Unset ones keep the server's "
+    "defaults.",
+)
+@click.option(
+    "--language",
+    type=click.Choice(["auto", "python", "typescript", "javascript"]),
+    default="auto",
+    show_default=True,
+    help="Which files' lines are sampled (typescript includes .tsx); auto: the one with the most files.",
 )
 @click.option("--samples", "-n", default=40, show_default=True, type=click.IntRange(1, 10000))
 @click.option("--seed", default=0, show_default=True, type=int, help="Which lines are masked.")
@@ -31,7 +84,8 @@ def _models(model: tuple[str, ...], models: str | None) -> tuple[str, ...]:
     type=click.Choice(["on", "off", "both"]),
     default="both",
     show_default=True,
-    help="Repository context from the index: with it, without it, or both (to compare).",
+    help="Ceiling: repository context from the index with it, without it, or both (to compare). "
+    "The served mode always has the server's context.",
 )
 @click.option(
     "--cross-share",
@@ -46,9 +100,25 @@ def _models(model: tuple[str, ...], models: str | None) -> tuple[str, ...]:
     help="Count a line as cross-file only when the file does not name that symbol above the cursor "
     "(CrossCodeEval's rule: the lines only repository context can help with).",
 )
-@click.option("--max-tokens", default=48, show_default=True, type=click.IntRange(1, 512))
-@click.option("--prefix-tokens", default=None, type=click.IntRange(16), help="File-before-cursor budget.")
-@click.option("--suffix-tokens", default=None, type=click.IntRange(0), help="File-after-cursor budget.")
+@click.option(
+    "--max-tokens",
+    default=48,
+    show_default=True,
+    type=click.IntRange(1, 512),
+    help="Tokens generated per suggestion at most (served: the server's maxTokens).",
+)
+@click.option(
+    "--prefix-tokens",
+    default=None,
+    type=click.IntRange(16),
+    help="File-before-cursor budget (served: prefixTokens, else the server's default).",
+)
+@click.option(
+    "--suffix-tokens",
+    default=None,
+    type=click.IntRange(0),
+    help="File-after-cursor budget (served: suffixTokens, else the server's default).",
+)
 @click.option("--threads", "-t", default=0, type=click.IntRange(0, 256), help="CPU threads (0: cores).")
 @click.option(
     "--out",
@@ -56,11 +126,15 @@ def _models(model: tuple[str, ...], models: str | None) -> tuple[str, ...]:
     default=Path("fimble-eval"),
     show_default=True,
     type=click.Path(path_type=Path, file_okay=False),
-    help="Folder for eval.json and eval.html.",
+    help="Folder for eval.json, eval.html and (served) cases.jsonl, served.jsonl and the servers' logs.",
 )
 def eval_command(
     repo: Path | None,
     pypi: str | None,
+    mode: str,
+    think_ms: tuple[str, ...],
+    server_options: tuple[str, ...],
+    language: str,
     samples: int,
     seed: int,
     model: tuple[str, ...],
@@ -74,21 +148,30 @@ def eval_command(
     threads: int,
     out: Path,
 ) -> None:
-    """Mask lines of a real repository (REPO, or --pypi NAME==VERSION) and complete them with the real
-    pipeline: index, context, FIM prompt, model, stops, clean-up. Reports exact match, edit
-    similarity, identifier match, latency p50/p90 and tokens evaluated per model, with and without
-    repository context, on lines that use another file's symbols (and among them, those whose symbol
-    the file does not name above the cursor) and on the others; writes
-    OUT/eval.json and a self-contained OUT/eval.html with charts, and recommends a model and context
-    budget for this machine.
+    """Mask lines of a real repository (REPO, or --pypi NAME==VERSION) and measure the completions.
 
-    A sample costs about 1.5-15 s on the 1.5B model on 2 cores; 40 samples with and without context
-    take about 10-15 minutes.
+    --mode served (the default) copies the repository to a temporary folder, starts a real
+    `fimble serve` on it with a fresh cache per think time, and for each masked line asks at two
+    places (right after the indentation, and mid-line), after a didFocus and the think time: an
+    automatic inline completion, then an invoked one. Each place is labelled cold (first in its
+    file), warm (a file seen before) or revisited (a last pass over each file's first place). It
+    reports exact match (with a 95% interval), edit similarity, empty answers and latency p50/p90
+    per think time, request kind, line group (cross-file or not) and visit, and writes every place
+    to OUT/cases.jsonl (the masked file, cursor and truth) so another system can answer the same.
 
-    Example: fimble eval --pypi requests==2.32.3 --samples 20 --model qwen2.5-coder-0.5b
+    --mode ceiling completes each line in-process from its full prompt with no deadline, with and
+    without repository context: exact match, edit similarity, identifier match, latency and tokens
+    evaluated, a context effect with a sign test, and a recommended model and context budget.
+    --mode both does both on the same lines. Writes OUT/eval.json and a self-contained OUT/eval.html.
+
+    A served place costs about 2-25 s on the 1.5B model on 2 cores (cold places most), a ceiling
+    sample 1.5-15 s per context setting.
+
+    Example: fimble eval --pypi requests==2.32.3 --samples 12 --mode both --think-ms 0,2000
     """
     from fimble.errors import InputError
-    from fimble.evaluation import EvalConfig, evaluate
+    from fimble.evaluation import EvalConfig, ServedSettings, evaluate
+    from fimble.evaluation.served import parse_server_option
 
     if (repo is None) == (pypi is None):
         raise InputError("give a repository folder or --pypi NAME==VERSION (one of them)")
@@ -105,8 +188,38 @@ def eval_command(
         threads=threads,
         cross_share=cross_share,
         cross_unseen=cross_unseen,
+        language=language,
     )
-    report, (json_path, html_path) = evaluate(config, repo=repo, pypi=pypi, out=out)
+    served = ServedSettings(
+        think_ms=_think_times(think_ms), server_options=dict(map(parse_server_option, server_options))
+    )
+    budgets = {
+        k: v for k, v in (("prefixTokens", prefix_tokens), ("suffixTokens", suffix_tokens)) if v is not None
+    }
+    report, (json_path, html_path) = evaluate(
+        config, repo=repo, pypi=pypi, out=out, mode=mode, served=served, server_budgets=budgets
+    )
+    if "summaries" in report:
+        _echo_ceiling(report)
+    if "served" in report:
+        _echo_served(report["served"])
+    click.echo(f"wrote {json_path} and {html_path}")
+
+
+def _echo_served(served: dict[str, Any]) -> None:
+    from fimble.evaluation.served_report import table
+
+    click.echo(table(served["summary"]))
+    for v in served["versus_ceiling"]:
+        click.echo(
+            f"on the ceiling's {v['n']} places, {v['request']} after {v['think_ms']} ms: served "
+            f"{100 * v['served_exact_match']:.0f}% exact against {100 * v['ceiling_exact_match']:.0f}% "
+            f"in-process with context ({v['lost_to_serving']} lost to serving, {v['won_by_serving']} won)"
+        )
+    click.echo(f"the {served['cases']} places asked are in cases.jsonl")
+
+
+def _echo_ceiling(report: dict[str, Any]) -> None:
     for cond, s in report["summaries"].items():
         for group in ("all", "cross_file", "cross_file_unseen", "other"):
             g = s["groups"][group]
@@ -130,4 +243,3 @@ def eval_command(
                     f"({g['won']} won, {g['lost']} lost{sure})"
                 )
     click.echo(report["recommendation"]["text"])
-    click.echo(f"wrote {json_path} and {html_path}")

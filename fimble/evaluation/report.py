@@ -277,15 +277,24 @@ svg .g{stroke:#ddd}
 
 
 def render_html(report: dict[str, Any], *, max_rows: int = 300) -> str:
-    """The report as one HTML page: recommendation, summary tables, charts, then every sample."""
+    """The report as one HTML page: the served table (when served), the recommendation, summary
+    tables, charts, then every sample (when the ceiling ran)."""
     e = html.escape
-    meta, summaries, rows = report["meta"], report["summaries"], report["samples"]
-    conds = list(summaries)
+    meta = report["meta"]
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>fimble eval</title>",
         f"<style>{_CSS}</style></head><body>",
         f"<h1>fimble eval — {e(str(meta.get('source', '')))}</h1>",
         f"<p>{e(_describe(meta))}</p>",
+    ]
+    if "served" in report:
+        parts.extend(_served_section(report["served"]))
+    if "summaries" not in report:
+        parts.append("</body></html>")
+        return "\n".join(parts)
+    summaries, rows = report["summaries"], report["samples"]
+    conds = list(summaries)
+    parts += [
         f"<p class='rec'><b>Recommendation.</b> {e(report['recommendation'].get('text', ''))}</p>",
         "<h2>Summary</h2><table><tr><th class='l'>setting</th><th class='l'>lines</th><th>n</th>"
         "<th>exact match</th><th>edit similarity</th><th>identifier match</th><th>identifier F1</th>"
@@ -338,6 +347,38 @@ def render_html(report: dict[str, Any], *, max_rows: int = 300) -> str:
         )
     parts.append("</table></body></html>")
     return "\n".join(parts)
+
+
+def _served_section(served: dict[str, Any]) -> list[str]:
+    """What a user of ``fimble serve`` gets: the served summary table and the paired comparison."""
+    from fimble.evaluation.served_report import table_html
+
+    think = ", ".join(f"{t} ms" for t in served.get("settings", {}).get("think_ms", []))
+    parts = [
+        "<h2>Served</h2><p>Answers of a real <code>fimble serve</code> over LSP at two positions per "
+        f"line (line start, mid-line), think times {html.escape(think)}, each in a fresh server. "
+        "Visit: cold is the first position in its file, warm a later one, revisited the pass at the "
+        "end; first pass is cold and warm together. small: share answered from a small first "
+        "prompt.</p>",
+        table_html(served.get("summary", [])),
+    ]
+    paired = served.get("versus_ceiling") or []
+    if paired:
+        parts.append(
+            "<h3>Served against the ceiling, on the ceiling's positions</h3><table><tr>"
+            "<th class='l'>model</th><th>think</th><th class='l'>request</th><th>n</th><th>served</th>"
+            "<th>ceiling (context)</th><th>ceiling (no context)</th><th>lost to serving</th>"
+            "<th>won by serving</th></tr>"
+        )
+        for v in paired:
+            parts.append(
+                f"<tr><td class='l'>{html.escape(v['model'])}</td><td>{v['think_ms']} ms</td>"
+                f"<td class='l'>{v['request']}</td><td>{v['n']}</td><td>{_pct(v['served_exact_match'])}</td>"
+                f"<td>{_pct(v['ceiling_exact_match'])}</td><td>{_pct(v['ceiling_no_context_exact_match'])}</td>"
+                f"<td>{v['lost_to_serving']}</td><td>{v['won_by_serving']}</td></tr>"
+            )
+        parts.append("</table>")
+    return parts
 
 
 def _effect_table(effect: dict[str, dict[str, Any]]) -> list[str]:

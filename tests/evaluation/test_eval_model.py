@@ -1,4 +1,5 @@
-"""`fimble eval` end to end: a real sdist from PyPI (cached), the real index, the 0.5B model."""
+"""`fimble eval --mode ceiling` end to end: a real sdist from PyPI (cached), the real index, the 0.5B
+model (the served mode's real run is test_served_model.py)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ def test_eval_writes_json_and_html_for_a_tiny_sdist(tmp_path: Path) -> None:
     gguf = model_path(SMALL)
     out = tmp_path / "report"
     done = subprocess.run(
-        [sys.executable, "-m", "fimble", "eval", "--pypi", "tomli==2.0.1", "--samples", "3",
-         "--seed", "2", "--model", str(gguf), "--prefix-tokens", "256", "--max-tokens", "24",
-         "--out", str(out)],
+        [sys.executable, "-m", "fimble", "eval", "--mode", "ceiling", "--pypi", "tomli==2.0.1",
+         "--samples", "3", "--seed", "2", "--model", str(gguf), "--prefix-tokens", "256",
+         "--max-tokens", "24", "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=900,
@@ -30,6 +31,7 @@ def test_eval_writes_json_and_html_for_a_tiny_sdist(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads((out / "eval.json").read_text())
     assert report["meta"]["samples"] == 3 and report["meta"]["source"] == "tomli==2.0.1"
+    assert "served" not in report and not (out / "cases.jsonl").exists()
     rows = report["samples"]
     assert len(rows) == 6 and {r["context"] for r in rows} == {False, True}
     assert any(r["cross_file"] for r in rows)  # tomli's modules import each other
