@@ -210,6 +210,9 @@ def _echo_served(served: dict[str, Any]) -> None:
     from fimble.evaluation.served_report import table
 
     click.echo(table(served["summary"]))
+    for run in served["runs"]:
+        if "error" in run:
+            click.echo(f"the server for {run['model']} (think {run['think_ms']} ms) failed: {run['error']}")
     for v in served["versus_ceiling"]:
         click.echo(
             f"on the ceiling's {v['n']} places, {v['request']} after {v['think_ms']} ms: served "

@@ -241,7 +241,7 @@ async def _session(
         try:
             ready = await s.wait_ready(settings.ready_timeout_s)
         except ServedError as err:
-            raise ServedError(f"{err}\n{s.log_tail(log_path)}") from None
+            raise ServedError(f"{err}\n{s.log_tail()}") from None
         info["ready_s"] = round(time.monotonic() - started, 1)
         info["index"] = ready.get("index", {}).get("indexes")
         info["cpu_path"] = (ready.get("model") or {}).get("cpu_path")
@@ -296,7 +296,8 @@ def run_served(
 ) -> None:
     """Every model × think time in its own fresh server on its own copy of ``root``, asking at
     ``cases`` (session order) and then at ``revisits``. Rows go to ``on_row`` as they come, each
-    session's summary (readiness, request counters, the server's log file) to ``on_run``."""
+    session's summary (readiness, request counters, the server's log file, or the ``error`` that
+    ended it) to ``on_run``."""
     from fimble.models import store
 
     options = initialization_options(max_tokens, settings.server_options, extra_options)
@@ -305,10 +306,13 @@ def run_served(
         for think in settings.think_ms:
             log_path = out / f"server-{Path(model_path).stem}-think{think}.log"
             log_path.unlink(missing_ok=True)
-            info = asyncio.run(
-                _session(root, cases, revisits, model=model, model_path=model_path, think_ms=think,
-                         threads=threads, options=options, settings=settings, log_path=log_path,
-                         on_row=on_row, progress=progress)
-            )
+            try:
+                info = asyncio.run(
+                    _session(root, cases, revisits, model=model, model_path=model_path, think_ms=think,
+                             threads=threads, options=options, settings=settings, log_path=log_path,
+                             on_row=on_row, progress=progress)
+                )
+            except ServedError as err:  # this server failed: say so, and go on with the next one
+                info = {"model": model, "think_ms": think, "log": str(log_path), "error": str(err)}
             if on_run:
                 on_run(info)

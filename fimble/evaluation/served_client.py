@@ -64,6 +64,7 @@ class Session:
         self.options = options
         self.client = LanguageClient("fimble-eval", "1")
         self.versions: dict[str, int] = {}
+        self.log_path: Path | None = None
         self._drain: asyncio.Task[None] | None = None
 
     def _env(self) -> dict[str, str]:
@@ -84,6 +85,7 @@ class Session:
         args = ["-m", "fimble", "serve", "-m", self.model_path]
         if self.threads:
             args += ["-t", str(self.threads)]
+        self.log_path = log_path
         await self.client.start_io(sys.executable, *args, env=self._env(), cwd=str(self.home))
         self._drain = asyncio.create_task(self._keep_log(log_path))
         uri = self.root.as_uri()
@@ -105,18 +107,28 @@ class Session:
                 f.write(chunk)
                 f.flush()
 
-    def log_tail(self, path: Path, lines: int = 8) -> str:
-        with contextlib.suppress(OSError):
-            return "\n".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
+    def log_tail(self, lines: int = 8) -> str:
+        """The end of the server's log, to say why it stopped."""
+        if self.log_path is not None:
+            with contextlib.suppress(OSError):
+                return "\n".join(self.log_path.read_text(errors="replace").strip().splitlines()[-lines:])
         return ""
 
     async def status(self) -> dict[str, Any]:
+        """``fimble.status``; ``ServedError`` (with the log's end) when the server is gone or hangs."""
         from lsprotocol import types
 
-        return await asyncio.wait_for(
-            self.client.workspace_execute_command_async(types.ExecuteCommandParams(command="fimble.status")),
-            _REQUEST_TIMEOUT_S,
-        )
+        process = self.client._server
+        if process is not None and process.returncode is not None:
+            raise ServedError(f"the server exited ({process.returncode}):\n{self.log_tail()}")
+        try:
+            return await asyncio.wait_for(
+                self.client.workspace_execute_command_async(types.ExecuteCommandParams(command="fimble.status")),
+                _REQUEST_TIMEOUT_S,
+            )
+        except TimeoutError:
+            wait = f"{_REQUEST_TIMEOUT_S:.0f} s"
+            raise ServedError(f"the server did not answer fimble.status in {wait}") from None
 
     async def wait_ready(self, timeout_s: float) -> dict[str, Any]:
         """Poll ``fimble.status`` until the model is loaded (with its speeds measured) and every
