@@ -104,6 +104,7 @@ class CursorSyntax:
     closed_in_suffix: int = 0  # how many of them (innermost first) the text after the cursor closes
     string_quote: str = ""  # closing delimiter of the string the cursor is in, when it follows on the line
     block_indent: int | None = None  # lines indented less leave the cursor's block (None: cursor line's)
+    prose: bool = False  # the cursor is in a string or a comment: its indentation is the writer's
     language: str | None = None
     parse_ms: float = 0.0
 
@@ -319,7 +320,7 @@ def _analyze(prefix: str, suffix: str, language: str | None) -> CursorSyntax:
     line_start = cursor - len(line_prefix.encode("utf-8", "surrogatepass"))
     bracketed = bool(stack) and stack[-1].start_byte >= line_start and stack[-1] is not last
     if in_string:
-        return _replace(facts, multiline=False, reason="inside a string")
+        return _replace(facts, multiline=False, reason="inside a string", prose=True)
     inside = [leaf for leaf in leaves if leaf.start_byte < cursor < leaf.end_byte]
     if (inside and inside[0].type in spec.comments) or (
         last is not None
@@ -327,7 +328,7 @@ def _analyze(prefix: str, suffix: str, language: str | None) -> CursorSyntax:
         and last.end_byte == cursor
         and b"\n" not in (last.text or b"")
     ):
-        return _replace(facts, multiline=False, reason="inside a comment")
+        return _replace(facts, multiline=False, reason="inside a comment", prose=True)
     header_indent = None
     if last is not None and (last.type in spec.brackets or last.type in spec.block_openers):
         row = last.start_point.row
@@ -401,6 +402,7 @@ def stop_context(prefix: str, suffix: str, syntax: CursorSyntax) -> StopContext:
         string_quote=syntax.string_quote,
         block_indent=syntax.block_indent,
         above=_lines_above(prefix, start),
+        prose=syntax.prose,
     )
 
 

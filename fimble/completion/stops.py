@@ -38,6 +38,7 @@ class StopContext:
     string_quote: str = ""  # closing delimiter of the string the cursor is in, already in the suffix
     block_indent: int | None = None  # lines indented less leave the cursor's block (None: its line's)
     above: str = ""  # whole lines before the cursor's line (the last few), with their line ends
+    prose: bool = False  # the cursor is in a string or a comment
 
     @functools.cached_property
     def suffix_first_line(self) -> str:
@@ -45,19 +46,54 @@ class StopContext:
 
         Cached: the rules ask after every token, and the suffix is the whole rest of the document.
         """
+        return self.line_below.strip()
+
+    @functools.cached_property
+    def line_below(self) -> str:
+        """The first non-blank line after the cursor's line, as written (without its line end)."""
         start = self.suffix.find("\n") + 1
         while 0 < start < len(self.suffix):
             end = self.suffix.find("\n", start)
-            line = self.suffix[start : end if end >= 0 else len(self.suffix)].strip()
-            if line:
+            line = self.suffix[start : end if end >= 0 else len(self.suffix)].rstrip("\r")
+            if line.strip():
                 return line
             start = end + 1 if end >= 0 else 0
         return ""
 
     @functools.cached_property
+    def line_above(self) -> str:
+        """The last non-blank line before the cursor's line, as written (without its line end)."""
+        for line in reversed(self.above.split("\n")):
+            if line.strip():
+                return line.rstrip("\r")
+        return ""
+
+    @functools.cached_property
+    def indent_unit(self) -> str:
+        """One level of the file's indentation, read from the lines above: a tab, the step most often
+        seen from a line ending in ``:`` or ``{`` to the next (a header to its body; continuation and
+        docstring lines step anyhow), or "" when they do not say."""
+        tabs = spaces = 0
+        steps: dict[int, int] = {}
+        last, opened = 0, False
+        for line in self.above.split("\n"):
+            body = line.strip(" \t\r")
+            if not body or body.startswith(("*", "/*", "//", "#")):  # comments indent as they like
+                continue
+            width = len(line) - len(line.lstrip(" \t"))
+            tabs += line.startswith("\t")
+            spaces += line.startswith(" ")
+            if opened and width > last and not line.startswith("\t"):
+                steps[width - last] = steps.get(width - last, 0) + 1
+            last, opened = width, body.endswith((":", "{"))
+        if tabs and tabs >= spaces:
+            return "\t"
+        return " " * max(steps, key=lambda n: (steps[n], -n)) if steps else ""
+
+    @functools.cached_property
     def newline(self) -> str:
-        """The document's line end, the one a suggestion's lines get: ``\r\n`` when the cursor's line
-        (or, on a last line, the line above) ends with it."""
+        """The document's line end, the one a suggestion's lines get: CRLF when the cursor's line (or, on
+        a last line, the line above) ends with it."""
         end, text = self.suffix.find("\n"), self.suffix
         if end < 0:
             end, text = self.above.rfind("\n"), self.above

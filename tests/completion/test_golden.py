@@ -105,4 +105,5 @@ def test_golden(case: Path) -> None:
 def test_every_rule_has_cases() -> None:
     rules = {p.parent.name for p in _cases()}
     wanted = {"shape", "suffix_repeat", "indent", "repetition", "bracket_balance", "quote_balance", "overlap"}
+    wanted |= {"line_start", "crlf"}  # a cursor in a line's leading whitespace; CRLF files
     assert wanted <= rules, wanted - rules

@@ -85,3 +85,10 @@ def test_stop_context_sees_whole_lines_above() -> None:
     assert ctx.newline == "\r\n"
     one_long_line = "y = " + "1 + " * 2000 + "1\n"
     assert stop_context(one_long_line, "\n", analyze(one_long_line, "\n", "python")).above == ""
+
+
+def test_a_cursor_in_a_string_or_a_comment_is_prose() -> None:
+    assert analyze('def f():\n    """Args:\n', '\n    """\n', "python").prose
+    assert analyze("int x; // see\n", "\n", "c").prose is False
+    assert analyze("int x; // see", "\n", "c").prose
+    assert not analyze("def f():\n    x = 1\n", "\n", "python").prose

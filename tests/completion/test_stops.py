@@ -150,3 +150,11 @@ def test_newline_is_the_documents() -> None:
     assert ctx("x = ", "\ny = 2\n").newline == "\n"
     assert StopContext("x = ", "", False, above="a = 1\r\n").newline == "\r\n"  # the last line
     assert ctx("x = ", "").newline == "\n"
+
+
+def test_the_lines_around_the_cursor_and_the_files_indent_unit() -> None:
+    c = StopContext("\t\t", "\r\n\r\n\t}\r\n", False, above="if (a) {\r\n\tif (b) {\r\n\t\tf();\r\n\r\n")
+    assert (c.line_above, c.line_below, c.indent_unit) == ("\t\tf();", "\t}", "\t")
+    spaces = "def f():\n  if x:\n    y = 1\n  return y\n\ndef g():\n  pass\n"
+    assert StopContext("", "\n", False, above=spaces).indent_unit == "  "
+    assert StopContext("", "\n", False, above="x = 1\n").indent_unit == ""  # nothing indented: unknown

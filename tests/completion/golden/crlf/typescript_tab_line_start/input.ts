@@ -1,0 +1,7 @@
+export function price(items: number[]): number {
+	let total = 0;
+	for (const p of items) {
+		total += p;
+	}
+	<CURSOR>
+}

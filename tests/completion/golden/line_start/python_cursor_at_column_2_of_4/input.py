@@ -1,0 +1,4 @@
+def parse(rows):
+    out = []
+  <CURSOR>  
+    return out

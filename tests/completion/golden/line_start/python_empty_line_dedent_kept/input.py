@@ -1,0 +1,5 @@
+def sign(x):
+    if x > 0:
+        s = 1
+<CURSOR>
+    return s

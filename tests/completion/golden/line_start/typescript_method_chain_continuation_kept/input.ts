@@ -1,0 +1,4 @@
+function names(users: User[]): string[] {
+	return users
+	<CURSOR>
+}

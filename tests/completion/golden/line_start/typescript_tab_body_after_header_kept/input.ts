@@ -1,0 +1,5 @@
+function save(ok: boolean): void {
+	if (ok) {
+	<CURSOR>
+	}
+}
