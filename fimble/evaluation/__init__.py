@@ -72,6 +72,7 @@ def evaluate(
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     started = time.time()
+    load_at_start = _load_average()
     root = fetch_sdist(pypi) if pypi else Path(repo or ".").resolve()
     language = pick_language(root, config.language)
     files = source_files(root, LANGUAGES[language])
@@ -128,6 +129,9 @@ def evaluate(
         "machine": machine_info(config.threads),
         "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(started)),
         "seconds": round(time.time() - started, 1),
+        # Others' work on the machine slows the server down and so makes it miss deadlines: the
+        # served numbers (not only latencies) depend on it.
+        "load_average": {"start": load_at_start, "end": _load_average()},
         "interrupted": interrupted,
     }
     from fimble.evaluation.report import build_report, write_report
@@ -257,6 +261,13 @@ def _run_served(
             threads=config.threads, out=out, extra_options=server_budgets, on_row=keep,
             progress=bar.update, on_run=runs.append,
         )
+
+
+def _load_average() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:  # (not on every platform)
+        return None
 
 
 def _track(bar: Any, done: int, total: int) -> None:
