@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,13 +26,23 @@ from fimble.completion.fim import FimPrompt
 from fimble.completion.guide import Guide
 from fimble.completion.loading import load_engine
 from fimble.completion.report import generation_stats
-from fimble.completion.service import CompletionRequest, CompletionResult, complete, wants_multiline
+from fimble.completion.service import (
+    CompletionRequest,
+    CompletionResult,
+    Plan,
+    generate,
+    plan,
+    result_of,
+    wants_multiline,
+)
 from fimble.completion.typeahead import Flight, FlightCancel, TypeAhead
 from fimble.completion.worker import Busy, EngineWorker, Job
 
 __all__ = ["EARLY_LINES", "Completer", "CompleterStats"]
 
 log = logging.getLogger(__name__)
+
+_SMALL_ANSWERS = 256  # small-prompt answers kept (memory only) for places still cold
 
 
 @dataclass
@@ -72,6 +83,8 @@ class Completer(WorkAhead, Adoption):
         self.prefetch = prefetch
         self._model_id: str | None = None
         self._flights: dict[str, Flight] = {}
+        # request key -> (small prompt's digest, its answer): provisional answers, in memory only
+        self._small: OrderedDict[bytes, tuple[bytes, str]] = OrderedDict()
         self._prefetching: Job[Any] | None = None
         self._stats = CompleterStats()
         self._lock = threading.Lock()
@@ -160,7 +173,8 @@ class Completer(WorkAhead, Adoption):
             with self._lock:
                 flight.running = True
             try:
-                result = complete(engine, request, cancel, on_text)
+                planned = plan(engine, request)
+                result = self._small_answer(planned, cache_key) or generate(engine, planned, cancel, on_text)
             except BaseException as err:
                 self._land(flight, None, err)
                 raise
@@ -168,9 +182,12 @@ class Completer(WorkAhead, Adoption):
             if result.stop_reason != "cancelled":
                 # A small first prompt's answer is not cached: once the full prompt is warm, the same
                 # request at this place must get the full prompt's answer, not the cold one for good.
+                # It is kept for that small prompt only, while the place stays cold.
                 keep = cache_key is not None and result.stop_reason != "context_full"
                 if keep and not result.provisional:
                     self.cache.put(cache_key, Cached(result.text, result.multiline))
+                elif keep and result.stop_reason != "cached":
+                    self._remember_small(cache_key, planned.digest, result)
                 if key is not None:
                     self._typeahead.remember(
                         key, request.prefix, request.suffix, result.text, result.multiline
@@ -187,6 +204,28 @@ class Completer(WorkAhead, Adoption):
             job = self.worker.submit(run, key)
             flight.waiters.append(waiter or job.cancel)
         return job
+
+    def _small_answer(self, planned: Plan, cache_key: bytes | None) -> CompletionResult | None:
+        """The answer already given to exactly this small prompt for this request, or None.
+
+        Where the place is still cold the warmer picks the same small prompt again, and greedy
+        decoding would give the same answer (the warming started at a focus, then the keystroke);
+        once the full prompt is warm, the plan is the full prompt and the model answers it."""
+        if not planned.small or cache_key is None:
+            return None
+        with self._lock:
+            known = self._small.get(cache_key)
+        if known is None or known[0] != planned.digest:
+            return None
+        gen = Generation(known[1], (), "cached", len(planned.prompt.tokens), 0, 0, 0.0, 0.0)
+        return result_of(planned, known[1], gen)
+
+    def _remember_small(self, cache_key: bytes, digest: bytes, result: CompletionResult) -> None:
+        with self._lock:
+            self._small[cache_key] = (digest, result.text)
+            self._small.move_to_end(cache_key)
+            while len(self._small) > _SMALL_ANSWERS:
+                self._small.popitem(last=False)
 
     def _supersede(self, key: str) -> None:
         """Stop the model work for ``key``: its answer is no longer wanted."""
@@ -285,6 +324,8 @@ class Completer(WorkAhead, Adoption):
             s = self._stats
             if gen.stop_reason == "cancelled":
                 s.cancelled += 1
+            elif gen.stop_reason == "cached":  # a small prompt's answer, remembered (no model)
+                s.cache_hits += 1
             else:
                 s.completed += 1
             s.tokens_evaluated += gen.tokens_evaluated

@@ -1,24 +1,37 @@
 """One completion, end to end: document + cursor -> FIM prompt -> engine -> cleaned suggestion.
 
 Front doors (CLI, LSP, HTTP) build a ``CompletionRequest`` and call ``complete`` on the thread that
-owns the engine (see ``fimble.completion.worker``); nothing here knows about LSP or HTTP.
+owns the engine (see ``fimble.completion.worker``); nothing here knows about LSP or HTTP. ``complete``
+is ``plan`` (the prompt as it will be evaluated) then ``generate``: the completer looks between the
+two whether the very same small prompt was answered before.
 """
 
 from __future__ import annotations
 
+import hashlib
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine, Generation
-from fimble.completion.fim import PREFIX_TOKENS, SUFFIX_TOKENS, build_prompt
+from fimble.completion.fim import PREFIX_TOKENS, SUFFIX_TOKENS, FimPrompt, build_prompt
 from fimble.completion.guide import import_guide
-from fimble.completion.imports import split_choices
+from fimble.completion.imports import ImportChoices, split_choices
 from fimble.completion.postprocess import clean_completion
-from fimble.completion.shape import analyze, resolve_language, stop_context
-from fimble.completion.stops import make_stop_check
+from fimble.completion.shape import CursorSyntax, analyze, resolve_language, stop_context
+from fimble.completion.stops import StopContext, make_stop_check
 
-__all__ = ["CompletionRequest", "CompletionResult", "complete", "wants_multiline"]
+__all__ = [
+    "CompletionRequest",
+    "CompletionResult",
+    "Plan",
+    "complete",
+    "generate",
+    "plan",
+    "result_of",
+    "wants_multiline",
+]
 
 
 @dataclass(frozen=True)
@@ -77,20 +90,29 @@ def wants_multiline(prefix: str, suffix: str, language: str | None = None) -> bo
     return analyze(prefix, suffix, language).multiline
 
 
-def complete(
-    engine: Engine,
-    request: CompletionRequest,
-    cancel: CancelToken | None = None,
-    on_text: Callable[[str], None] | None = None,
-) -> CompletionResult:
-    """Run one request on ``engine``; must be called from the engine's owning thread.
+@dataclass(frozen=True)
+class Plan:
+    """A request's prompt as it will be evaluated, and what its decoding and clean-up need."""
 
-    ``on_text`` sees the raw text generated so far after each token (a request typed meanwhile may
-    wait for this generation when it agrees with it)."""
+    request: CompletionRequest
+    prompt: FimPrompt
+    syntax: CursorSyntax
+    stop: StopContext
+    choices: ImportChoices | None
+    small: bool  # a small first prompt (a cold place): its answer is provisional
+
+    @property
+    def digest(self) -> bytes:
+        """The evaluated prompt's identity: the same small prompt gives the same greedy answer."""
+        return hashlib.blake2b(array("i", self.prompt.tokens).tobytes(), digest_size=16).digest()
+
+
+def plan(engine: Engine, request: CompletionRequest) -> Plan:
+    """Build the prompt ``request`` is answered from (the warmer may pick a small one where the KV
+    cache is cold); on the engine's owning thread."""
     prefix, suffix = request.prefix, request.suffix
     choices, files = split_choices(request.context_files)
     syntax = analyze(prefix, suffix, resolve_language(request.language, request.path), request.multiline)
-    multiline = syntax.multiline
     prompt = build_prompt(
         engine.tokenize,
         engine.fim,
@@ -101,6 +123,7 @@ def complete(
         prefix_budget=request.prefix_budget,
         suffix_budget=request.suffix_budget,
     )
+    small = False
     if (warmer := getattr(engine, "warmer", None)) is not None:  # cold region: a small prompt first
         prompt = warmer.choose(
             engine,
@@ -121,25 +144,53 @@ def complete(
             key=request.path,
             small_ok=not request.full_prompt,
         )
-    stop_ctx = stop_context(prefix, suffix, syntax)
+        small = warmer.last_small
+    return Plan(request, prompt, syntax, stop_context(prefix, suffix, syntax), choices, small)
+
+
+def generate(
+    engine: Engine,
+    planned: Plan,
+    cancel: CancelToken | None = None,
+    on_text: Callable[[str], None] | None = None,
+) -> CompletionResult:
+    """Decode ``planned`` on ``engine`` (its owning thread) and clean the text up.
+
+    ``on_text`` sees the raw text generated so far after each token (a request typed meanwhile may
+    wait for this generation when it agrees with it)."""
+    request, prompt = planned.request, planned.prompt
     generation = engine.generate(
         prompt.tokens,
         max_tokens=request.max_tokens,
-        stop=make_stop_check(stop_ctx),
+        stop=make_stop_check(planned.stop),
         cancel=cancel,
         on_text=on_text,
         reuse_limit=prompt.stable_len,
-        guide=import_guide(choices, prefix),
+        guide=import_guide(planned.choices, request.prefix),
     )
-    if warmer is not None:
+    if (warmer := getattr(engine, "warmer", None)) is not None:
         warmer.observe(generation)
-    text = clean_completion(generation.text, stop_ctx)
-    parts = tuple(PartSummary(p.kind, len(p.tokens), p.reason, p.path) for p in prompt.parts)
+    return result_of(planned, clean_completion(generation.text, planned.stop), generation)
+
+
+def result_of(planned: Plan, text: str, generation: Generation) -> CompletionResult:
+    """The result of ``planned`` with ``text`` (generated now, or remembered for the same prompt)."""
+    parts = tuple(PartSummary(p.kind, len(p.tokens), p.reason, p.path) for p in planned.prompt.parts)
     return CompletionResult(
         text=text,
-        multiline=multiline,
+        multiline=planned.syntax.multiline,
         generation=generation,
         parts=parts,
-        shape=syntax.reason,
-        provisional=warmer is not None and warmer.last_small,
+        shape=planned.syntax.reason,
+        provisional=planned.small,
     )
+
+
+def complete(
+    engine: Engine,
+    request: CompletionRequest,
+    cancel: CancelToken | None = None,
+    on_text: Callable[[str], None] | None = None,
+) -> CompletionResult:
+    """Run one request on ``engine``; must be called from the engine's owning thread."""
+    return generate(engine, plan(engine, request), cancel, on_text)

@@ -220,6 +220,22 @@ def test_a_small_first_prompts_answer_is_not_the_answer_at_that_place_for_good(t
     cache.close()
 
 
+def test_the_same_small_prompt_again_is_answered_without_the_model_while_the_place_is_cold() -> None:
+    """A focus starts a suggestion at a cold place (a small prompt); the keystroke that follows gets
+    that answer without the model, as long as the warmer still picks the same small prompt."""
+    engine = ScriptedEngine("cold()", "elsewhere()", "warm()")
+    engine.warmer = ColdThenWarm(cold=3)  # type: ignore[attr-defined]
+    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    assert completer.submit(request("xs."), key="a").future.result(5).text == "cold()"
+    completer.submit(request("ys."), key="b").future.result(5)
+    again = completer.submit(request("xs."), key="a").future.result(5)
+    assert (again.text, again.stop_reason, again.provisional) == ("cold()", "cached", True)
+    assert engine.calls == 2 and completer.stats().cache_hits == 1
+    warm = completer.submit(request("xs."), key="a").future.result(5)  # the full prompt now
+    assert (warm.text, warm.provisional) == ("warm()", False) and engine.calls == 3
+    completer.close()
+
+
 def test_the_cache_survives_a_new_completer_on_the_same_directory(tmp_path: Path) -> None:
     def run() -> tuple[str, int]:
         engine = FakeEngine("append(x)")
