@@ -18,7 +18,7 @@ from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine, Generation
 from fimble.completion.mixin import CompleterParts
 from fimble.completion.postprocess import whole_lines
-from fimble.completion.service import CompletionRequest, CompletionResult
+from fimble.completion.service import CompletionRequest, CompletionResult, clean_for
 from fimble.completion.typeahead import Flight
 from fimble.completion.worker import Job
 from fimble.errors import Cancelled
@@ -63,7 +63,10 @@ class Adoption(CompleterParts):
                 if not job.future.done() and not job.cancel.cancelled
             ]
         for job, typed, request in waiting:
-            if not produced.startswith(typed) or not (text := whole_lines(produced[len(typed) :])):
+            if not produced.startswith(typed) or not (lines := whole_lines(produced[len(typed) :])):
+                continue
+            # Raw lines: cleaned as the final text is (line ends, indentation at a line start, overlap).
+            if not (text := clean_for(request, lines)):
                 continue
             gen = Generation(text, (), EARLY_LINES, 0, 0, 0, 0.0, 0.0)
             try:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from fimble.completion.stops import StopContext, make_stop_check
 
-__all__ = ["clean_completion", "fit_line_start", "trim_suffix_lines", "trim_suffix_overlap", "whole_lines"]
+__all__ = [
+    "clean_completion",
+    "fit_line_start",
+    "may_reindent",
+    "trim_suffix_lines",
+    "trim_suffix_overlap",
+    "whole_lines",
+]
 
 _PAIRS = {")": "(", "]": "[", "}": "{"}
 
@@ -181,6 +188,12 @@ def _room(ctx: StopContext, body: str, unit: str) -> tuple[int, int]:
     return max(low, 0), high
 
 
+def may_reindent(ctx: StopContext) -> bool:
+    """Whether ``fit_line_start`` may move the first line at this cursor: it sits in the leading
+    whitespace of a blank line, outside strings and comments."""
+    return not ctx.prose and not ctx.line_prefix.strip() and not ctx.suffix.split("\n", 1)[0].strip()
+
+
 def fit_line_start(text: str, ctx: StopContext) -> str:
     r"""Indent the first line of a suggestion asked for in the leading whitespace of a blank line for
     where the line's code goes, not merely for where the cursor is.
@@ -198,7 +211,7 @@ def fit_line_start(text: str, ctx: StopContext) -> str:
     is alignment) or before one that continues one (``.map(...)``).
     """
     lp = ctx.line_prefix
-    if ctx.prose or lp.strip() or ctx.suffix.split("\n", 1)[0].strip() or not text or text[0] == "\n":
+    if not may_reindent(ctx) or not text or text[0] == "\n":
         return text
     first, newline, later = text.partition("\n")
     lead = _leading(first)

@@ -3,9 +3,10 @@
 A front door that receives a prompt string (HTTP) turns it into a ``RawPlan`` here and submits it
 with ``Completer.submit_tokens``: ``build`` runs on the engine thread and makes the prompt token ids
 with fimble's own layout (``build_prompt``); ``stop`` joins fimble's stop rules with the client's stop
-strings and time/indent limits; ``final`` cleans the finished text; ``streamable`` says how much of
-the text so far can already be sent to a streaming client without ever being taken back (text a stop
-rule or the clean-up may still cut is held until it is certain).
+strings and time/indent limits; ``final`` cleans the finished text; ``shown`` says what of the text
+so far can already be sent to a streaming client without ever being taken back, in the form the
+final text will have (the file's line ends): text a stop rule or the clean-up may still cut or move
+is held until it is certain.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from fimble.completion.engine import Engine, StopCheck
 from fimble.completion.fim import PREFIX_TOKENS, SUFFIX_TOKENS, FimPrompt, build_prompt
 from fimble.completion.guide import Guide, import_guide
 from fimble.completion.imports import split_choices
-from fimble.completion.postprocess import clean_completion
+from fimble.completion.postprocess import clean_completion, fit_line_start, may_reindent
 from fimble.completion.raw_prompt import ContextFile, RawPrompt
 from fimble.completion.shape import analyze, resolve_language, stop_context
 from fimble.completion.stops import make_stop_check
@@ -47,7 +48,7 @@ class RawPlan:
     build: Callable[[Engine], list[int] | FimPrompt]
     stop: StopCheck
     final: Callable[[str], str]
-    streamable: Callable[[str], int]
+    shown: Callable[[str], str]  # a prefix of ``final`` of any text that extends this one
     max_tokens: int
     path: str | None = None
     context_files: int = 0
@@ -178,7 +179,14 @@ def _plan_fim(raw: RawPrompt, opts: GenerationOptions, checks: list[StopCheck]) 
         hit = stop_string_hit(text, stops)
         return clean_completion(text[: hit[1]] if hit else text, ctx)
 
-    def streamable(text: str) -> int:
+    def shown(text: str) -> str:
+        text = text.replace("\r\n", "\n")
+        if may_reindent(ctx):
+            # At a line start the clean-up may re-indent the suggestion, as its first line says: held
+            # until that line is complete, and to the end when it does move (the rest follows it).
+            first, newline, _ = text.partition("\n")
+            if not newline or fit_line_start(first, ctx) != first:
+                return ""
         # Multi-line: rules judge whole lines, so a line is final once the next one has started.
         if multiline and "\n" in text:
             safe = len(text[: text.rfind("\n")].rstrip())
@@ -186,14 +194,15 @@ def _plan_fim(raw: RawPrompt, opts: GenerationOptions, checks: list[StopCheck]) 
             safe = len(text.rstrip())
             if not multiline and rest:  # trim_suffix_overlap may drop up to len(rest) at the end
                 safe = max(0, safe - len(rest))
-        return max(0, min(safe, len(text) - stop_string_hold(text, stops)))
+        safe = max(0, min(safe, len(text) - stop_string_hold(text, stops)))
+        return text[:safe].replace("\n", ctx.newline)
 
     return RawPlan(
         fim=True,
         build=build,
         stop=_combine([make_stop_check(ctx), *checks]),
         final=final,
-        streamable=streamable,
+        shown=shown,
         max_tokens=opts.max_tokens,
         path=raw.path,
         context_files=len(raw_files),
@@ -218,15 +227,15 @@ def _plan_text(raw: RawPrompt, opts: GenerationOptions, checks: list[StopCheck])
         hit = stop_string_hit(text, stops)
         return text[: hit[1]] if hit else text
 
-    def streamable(text: str) -> int:
-        return len(text) - stop_string_hold(text, stops)
+    def shown(text: str) -> str:
+        return text[: len(text) - stop_string_hold(text, stops)]
 
     return RawPlan(
         fim=False,
         build=build,
         stop=_combine(checks),
         final=final,
-        streamable=streamable,
+        shown=shown,
         max_tokens=opts.max_tokens,
         info=info,
     )

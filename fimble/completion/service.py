@@ -26,6 +26,7 @@ __all__ = [
     "CompletionRequest",
     "CompletionResult",
     "Plan",
+    "clean_for",
     "complete",
     "generate",
     "plan",
@@ -184,6 +185,14 @@ def result_of(planned: Plan, text: str, generation: Generation) -> CompletionRes
         shape=planned.syntax.reason,
         provisional=planned.small,
     )
+
+
+def clean_for(request: CompletionRequest, text: str) -> str:
+    """``text`` cleaned as a suggestion at ``request``'s cursor (lines taken from a generation that
+    is still running, for a request that joined it)."""
+    prefix, suffix = request.prefix, request.suffix
+    language = resolve_language(request.language, request.path)
+    return clean_completion(text, stop_context(prefix, suffix, analyze(prefix, suffix, language, True)))
 
 
 def complete(

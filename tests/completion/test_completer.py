@@ -396,6 +396,24 @@ def test_a_keystroke_joining_a_block_gets_its_finished_lines_at_once() -> None:
     completer.close()
 
 
+def test_lines_taken_early_are_cleaned_like_the_final_text() -> None:
+    """In a CRLF file the early lines get the file's line ends, as the finished suggestion would."""
+    engine = StreamingEngine("    a = 1\n    b = 2\n    c = 3")
+    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    completer.wait_ready(5)
+
+    def crlf(prefix: str) -> CompletionRequest:
+        return CompletionRequest(text=prefix + "\r\n", offset=len(prefix), multiline=True)
+
+    assert completer.warm_at(crlf("def f():\r\n"), "doc")
+    engine.step.release(len("    a = 1\n    b = 2\n    c"))
+    _wait(lambda: completer._flights["doc"].produced.endswith("    c"))
+    joined = completer.submit(crlf("def f():\r\n    a"), key="doc").future.result(0)
+    assert joined.stop_reason == "adopted_lines" and joined.text == " = 1\r\n    b = 2"
+    engine.step.release(100)
+    completer.close()
+
+
 def test_a_one_line_generation_is_never_answered_early() -> None:
     engine = StreamingEngine("append(x)\n")
     completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]

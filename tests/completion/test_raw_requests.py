@@ -105,16 +105,33 @@ def test_single_line_plan_holds_back_what_may_overlap_the_line_suffix() -> None:
     raw = RawPrompt(prefix="x = max(", suffix=")\n", fim=True)
     plan = plan_request(raw, GenerationOptions())
     assert not plan.multiline
-    assert plan.streamable("a, b)") == 4  # the ")" may be trimmed as a repeat of the suffix
+    assert plan.shown("a, b)") == "a, b"  # the ")" may be trimmed as a repeat of the suffix
     assert plan.final("a, b)") == "a, b"
 
 
 def test_multiline_streams_whole_lines_only() -> None:
     raw = RawPrompt(prefix="def f():\n    ", suffix="\n", fim=True)
     plan = plan_request(raw, GenerationOptions(stop=("<E",)))
-    assert plan.streamable("x = 1") == 5
-    assert plan.streamable("x = 1\n    y") == 5
-    assert plan.streamable("x = 1\n    y = 2\n") == len("x = 1\n    y = 2")
+    assert plan.shown("x = 1") == ""  # at a line start: until its first line says how it is indented
+    assert plan.shown("x = 1\n    y") == "x = 1"
+    assert plan.shown("x = 1\n    y = 2\n") == "x = 1\n    y = 2"
+
+
+@pytest.mark.parametrize(
+    ("prefix", "suffix", "raw"),
+    [
+        # A tab more than the cursor has, at a line start: fitted at the end, so held until then.
+        ("function f() {\n\tconst a = 1;\n\t", "\n\treturn a;\n}\n", "\tconsole.log(a);"),
+        # A CRLF file: what is streamed has the file's line ends, as the final text does.
+        ("def f():\r\n    ", "\r\n", "x = 1\n    y = 2\n    return x\n"),
+        ("def f():\r\n    ", "\r\n", "x = 1\r\n    y = 2\r\n    return x\r\n"),
+    ],
+)
+def test_what_is_streamed_is_always_the_start_of_the_final_text(prefix: str, suffix: str, raw: str) -> None:
+    plan = plan_request(RawPrompt(prefix=prefix, suffix=suffix, fim=True), GenerationOptions())
+    final = plan.final(raw)
+    for n in range(len(raw) + 1):
+        assert final.startswith(plan.shown(raw[:n])), (raw[:n], plan.shown(raw[:n]), final)
 
 
 def test_n_indent_stops_at_a_less_indented_line() -> None:

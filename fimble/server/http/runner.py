@@ -205,15 +205,15 @@ class Runner:
                 text = getter.result()
                 if text is None:
                     break
-                safe = plan.streamable(text)
-                if safe > len(streamed) and text.startswith(streamed):
-                    yield text[len(streamed) : safe]
-                    streamed = text[:safe]
+                now = plan.shown(text)
+                if len(now) > len(streamed) and now.startswith(streamed):
+                    yield now[len(streamed) :]
+                    streamed = now
             done = self._finish(plan, _result(job.future), submitted)
             if done.text.startswith(streamed):
                 if len(done.text) > len(streamed):
                     yield done.text[len(streamed) :]
-            else:  # cannot happen by construction of ``streamable``; never send a contradiction
+            else:  # cannot happen by construction of ``shown``; never send a contradiction
                 log.warning("final text %r does not extend the streamed %r", done.text, streamed)
             yield done
         finally:
