@@ -47,6 +47,7 @@ __all__ = [
     "infill",
     "local_window",
     "n_indent",
+    "render",
 ]
 
 # llama.vim's g:llama_config defaults: lines of the buffer before / after the cursor line.
@@ -157,6 +158,52 @@ def n_indent(text: str, offset: int) -> int:
         return 0
     match = _BLANK.match(line)
     return match.end() if match else 0
+
+
+def render(content: str, text: str, offset: int) -> list[str]:
+    """What llama.vim shows for the server's ``content`` at character ``offset`` of ``text``: its lines,
+    the first one inserted at the cursor; ``[""]`` when it shows nothing.
+
+    As ``s:fim_render`` does: trailing empty lines are dropped; on a line of only whitespace (where the
+    request left out the line, so the model writes it from column 0), as much leading whitespace as
+    the line already has is taken off the first line; a suggestion that is empty, repeats the rest of
+    the line, restates the next non-blank line, or has an empty first line followed by the lines
+    below, is discarded; one of only whitespace is not accepted. An evaluation scores this, not the
+    raw text: it is what a llama.vim user gets.
+    """
+    lines, y, x = _cursor_lines(text, offset)
+
+    def get(i: int) -> str:  # Vim's getline(n): "" past the end (getline(a, b) stops at the end)
+        return lines[i] if 0 <= i < len(lines) else ""
+
+    shown = content.split("\n")
+    while shown and shown[-1] == "":
+        shown.pop()
+    if not shown:
+        return [""]
+    line_cur = lines[y]
+    if _BLANK.fullmatch(line_cur):
+        lead = min(len(shown[0]) - len(shown[0].lstrip(" \t")), len(line_cur))
+        line_cur, shown[0] = shown[0][:lead], shown[0][lead:]
+    prefix, suffix = line_cur[:x], line_cur[x:]
+    if len(shown) > 1 and shown[0] == "" and shown[1:] == lines[y + 1 : y + len(shown)]:
+        return [""]
+    if len(shown) == 1 and shown[0] == suffix:
+        return [""]
+    cmp_y = y + 1
+    while cmp_y < len(lines) - 1 and _BLANK.fullmatch(get(cmp_y)):
+        cmp_y += 1
+    if prefix + shown[0] == get(cmp_y):
+        below = get(cmp_y + 1)
+        if len(shown) == 1:
+            return [""]
+        if len(shown) == 2 and shown[1] == (below[: len(shown[1])] if shown[1] else below):
+            return [""]
+        if len(shown) > 2 and shown[1:] == lines[cmp_y + 1 : cmp_y + len(shown)]:
+            return [""]
+    if len(shown) == 1 and _BLANK.fullmatch(shown[0] + suffix):
+        return [""]
+    return shown
 
 
 @dataclass(frozen=True)
