@@ -228,7 +228,7 @@ def cpu_breakdown(root: Path) -> dict:
     every file; the pool adds process start-up and pickling, the writer thread the LMDB puts)."""
     import tree_sitter as ts
 
-    from fimble.indexer import lexical, parse, postings
+    from fimble.indexer import parse, postings, terms
     from fimble.indexer.ignore import IgnoreRules
     from fimble.indexer.languages import detect_language, language_spec
     from fimble.indexer.walker import walk
@@ -274,7 +274,7 @@ def cpu_breakdown(root: Path) -> dict:
     )
     started = clock()
     for _, data, _ in files:
-        lexical.analyze(data)
+        terms.analyze(data)
     out["bm25_terms"] = clock() - started
     cfg = WorkerConfig(1 << 20, 12, 2048)
     docs = [analyze_bytes(rel, data, len(data), 0, cfg) for rel, data, _ in files]

@@ -3,8 +3,9 @@
 Terms are case-sensitive identifiers (code spells a name the same way everywhere): a word is a run of
 ``[A-Za-z0-9_]`` that starts with a letter or ``_`` (a run starting with a digit is a number);
 non-ASCII bytes separate words, so invalid UTF-8 costs nothing. The stop words in
-``data/stopwords.toml`` are not terms. ``analyze`` runs on every byte of the workspace and is done with
-numpy in ``terms.py`` (imported only by whoever indexes); this module stays light for the readers.
+``data/stopwords.toml`` are not terms. Cutting a file into blocks and postings runs on every byte of
+the workspace and is done with numpy in ``terms.analyze`` (imported only by whoever indexes); this
+module, what the readers need, stays light.
 
 A file is cut into *blocks* of ``stride`` lines (capped in bytes, so minified one-line files still
 split); a retrieval *window* is two consecutive blocks, so windows overlap their neighbours by half.
@@ -12,9 +13,9 @@ Postings are kept per block and windows are scored from them at query time (bm25
 entries of per-window postings, same ranking.
 
 A term's id is a 64-bit hash whose low 16 bits are zero (48 bits of hash, so ``id | block`` is one
-sortable integer), stable across processes and machines of the same byte order; ``term_hash`` computes
-the same value in plain Python for query terms. Two terms sharing an id (about one pair in 10^8 among
-a million distinct terms) merely share postings.
+sortable integer; ``term_ids``), stable across processes and machines of the same byte order;
+``term_hash`` computes the same value in plain Python for query terms. Two terms sharing an id (about
+one pair in 10^8 among a million distinct terms) merely share postings.
 
 The identifiers a file uses are not stored: ``identifiers`` derives them from the stored text when
 asked (no query on the completion path needs them).
@@ -29,16 +30,12 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import NamedTuple
 
-__all__ = ["Block", "Lexical", "analyze", "identifiers", "query_terms", "stopwords", "term_hash", "words"]
+from fimble.indexer.term_ids import C0, C1, C2, ID_MASK, MASK64
+
+__all__ = ["Block", "Lexical", "identifiers", "query_terms", "stopwords", "term_hash", "words"]
 
 WORD = re.compile(rb"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]*")
 _MAX_IDENTIFIER = 64
-_MAX_BLOCKS = 60000  # block numbers are stored in 16 bits
-_MASK64 = (1 << 64) - 1
-_LOW = 0xFFFF
-_C0 = 0x9E3779B97F4A7C15
-_C1 = 0xBF58476D1CE4E5B9
-_C2 = 0x94D049BB133111EB
 
 
 class Block(NamedTuple):
@@ -68,17 +65,17 @@ class Lexical:
 
 
 def term_hash(term: bytes | bytearray) -> int:
-    """The id of a term: the same value ``analyze`` computes with numpy, in every process."""
+    """The id of a term: the same value ``terms.analyze`` computes with numpy, in every process."""
     n = len(term)
-    h = (n * _C0) & _MASK64
+    h = (n * C0) & MASK64
     padded = bytes(term) + bytes(-n % 8)
     for k in range(0, max(n, 1), 8):
-        h = ((h ^ int.from_bytes(padded[k : k + 8], "little")) * _C1) & _MASK64
+        h = ((h ^ int.from_bytes(padded[k : k + 8], "little")) * C1) & MASK64
         h ^= h >> 29
     h ^= h >> 32
-    h = (h * _C2) & _MASK64
+    h = (h * C2) & MASK64
     h ^= h >> 29
-    return h & ~_LOW
+    return h & ID_MASK
 
 
 @functools.cache
@@ -108,10 +105,3 @@ def identifiers(data: bytes, keywords: frozenset[str] = frozenset()) -> tuple[by
     """The distinct words of a file, sorted, without the language's keywords and overlong words."""
     skip = {k.encode() for k in keywords}
     return tuple(sorted(w for w in set(WORD.findall(data)) if len(w) <= _MAX_IDENTIFIER and w not in skip))
-
-
-def analyze(data: bytes, *, stride: int = 12, block_bytes: int = 2048) -> Lexical:
-    """Blocks and postings of one file's bytes (see ``terms.analyze``)."""
-    from fimble.indexer import terms  # numpy
-
-    return terms.analyze(data, stride, block_bytes)

@@ -13,16 +13,8 @@ import functools
 
 import numpy as np
 
-from fimble.indexer.lexical import (
-    _C0,
-    _C1,
-    _C2,
-    _LOW,
-    _MASK64,
-    _MAX_BLOCKS,
-    Lexical,
-    stopwords,
-)
+from fimble.indexer.lexical import Lexical, stopwords
+from fimble.indexer.term_ids import BLOCK_MASK, C0, C1, C2, ID_MASK, MASK64, MAX_BLOCKS
 
 __all__ = ["analyze", "warm"]
 
@@ -44,11 +36,11 @@ def warm() -> None:
 # Word bytes ([A-Za-z0-9_]) become 1, the rest 0: bytes.translate classifies a file several times
 # faster than a numpy table lookup.
 _WORD_BYTES = bytes(chr(c).isascii() and (chr(c).isalnum() or c == ord("_")) for c in range(256))
-_KEEP = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [_MASK64], np.uint64)  # low i bytes
+_KEEP = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [MASK64], np.uint64)  # low i bytes
 _NL = np.uint8(10)
 _NINE = np.uint8(ord("9"))
 _U29, _U32 = np.uint64(29), np.uint64(32)
-_ID_MASK = np.uint64(_MASK64 & ~_LOW)
+_ID_MASK = np.uint64(ID_MASK)
 
 
 _BlockTuple = tuple[int, int, int, int]  # lexical.Block's layout
@@ -88,7 +80,7 @@ def _blocks(
     newlines = np.flatnonzero(codes == _NL)
     n_nl = len(newlines)
     n_lines = max(n_nl if data.endswith(b"\n") else n_nl + 1, 1)
-    stride = max(stride, -(-n_lines // _MAX_BLOCKS))
+    stride = max(stride, -(-n_lines // MAX_BLOCKS))
     # line i starts after newline i-1; block starts are every stride-th line start
     first_lines = np.arange(0, n_lines, stride)
     starts = np.empty(len(first_lines) + 1, np.int64)
@@ -121,27 +113,27 @@ def _hash(data: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     at = np.ndarray((len(data) + 1,), dtype="<u8", buffer=buf, strides=(1,))  # 8 bytes from each offset
     length = ends - starts
     with np.errstate(over="ignore"):
-        h = length.astype(np.uint64) * np.uint64(_C0)
+        h = length.astype(np.uint64) * np.uint64(C0)
         h ^= at[starts] & _KEEP[np.minimum(length, 8)]
-        h *= np.uint64(_C1)
+        h *= np.uint64(C1)
         h ^= h >> _U29
         longer = np.flatnonzero(length > 8)
         k = 8
         while len(longer):
             rest = length[longer] - k
-            g = (h[longer] ^ (at[starts[longer] + k] & _KEEP[np.minimum(rest, 8)])) * np.uint64(_C1)
+            g = (h[longer] ^ (at[starts[longer] + k] & _KEEP[np.minimum(rest, 8)])) * np.uint64(C1)
             g ^= g >> _U29
             h[longer] = g
             longer = longer[rest > 8]
             k += 8
         h ^= h >> _U32
-        h *= np.uint64(_C2)
+        h *= np.uint64(C2)
         h ^= h >> _U29
     return h & _ID_MASK
 
 
-def analyze(data: bytes, stride: int, block_bytes: int) -> Lexical:
-    """Blocks and postings of one file's bytes."""
+def analyze(data: bytes, *, stride: int = 12, block_bytes: int = 2048) -> Lexical:
+    """Blocks and postings of one file's bytes (the layout is ``lexical.Lexical``'s)."""
     codes = np.frombuffer(data, np.uint8)
     n_lines, blocks, block_starts = _blocks(data, codes, stride, block_bytes)
     n_blocks = len(blocks)
@@ -164,7 +156,7 @@ def analyze(data: bytes, stride: int, block_bytes: int) -> Lexical:
     at[at == len(stop)] = 0
     live = stop[at] != ids
     ids, keys, tfs = ids[live], keys[live], np.minimum(tfs[live], 0xFFFF)
-    entry_blocks = (keys & np.uint64(_LOW)).astype(np.uint16)
+    entry_blocks = (keys & np.uint64(BLOCK_MASK)).astype(np.uint16)
     lengths = np.bincount(entry_blocks, weights=tfs, minlength=n_blocks)
     lengths = np.minimum(lengths, 0xFFFF).astype(np.uint16)
     return Lexical(

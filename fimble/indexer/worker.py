@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from fimble.indexer import lexical
+from fimble.indexer import terms
 from fimble.indexer.languages import TEXT, detect_language, language_spec
 from fimble.indexer.records import dumps
 
@@ -221,7 +221,7 @@ def analyze_bytes(
             definitions = [dumps(tuple(d)) for d in found.definitions]
             def_names = [d.name.encode("utf-8", "surrogateescape") for d in found.definitions]
             imports = [(i.flavor, i.spec, i.names, i.line, i.wildcard) for i in found.imports]
-    lex = lexical.analyze(data, stride=config.stride, block_bytes=config.block_bytes)
+    lex = terms.analyze(data, stride=config.stride, block_bytes=config.block_bytes)
     module = None
     if rel.rsplit("/", 1)[-1] == "go.mod":
         match = _GO_MODULE.search(data)

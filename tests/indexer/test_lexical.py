@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from array import array
 
-from fimble.indexer.lexical import Block, analyze, identifiers, query_terms, stopwords, term_hash, words
+from fimble.indexer.lexical import Block, identifiers, query_terms, stopwords, term_hash, words
+from fimble.indexer.terms import analyze
 
 
 def _postings(lex) -> dict[int, list[tuple[int, int]]]:

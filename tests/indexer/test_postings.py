@@ -7,7 +7,8 @@ from array import array
 import numpy as np
 
 from fimble.indexer import postings
-from fimble.indexer.lexical import analyze, term_hash
+from fimble.indexer.lexical import term_hash
+from fimble.indexer.terms import analyze
 
 
 def _doc(fid: int, text: bytes):
