@@ -6,8 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fimble.server.acceptance import AcceptanceLog
+from fimble.server.index_runner import IndexHook, IndexRunner
 from fimble.server.shared import SharedCompleter
-from fimble.server.workspace_index import IndexHook, IndexRunner, default_index
+from fimble.server.workspace_roots import WorkspaceIndexes
 
 __all__ = ["ServeContext"]
 
@@ -34,7 +35,7 @@ class ServeContext:
         With ``backend_url`` generation runs on an OpenAI-compatible server (llama-server, vLLM) while
         the tokenizer, prompt layout, index and caches stay here.
         """
-        hook = index or default_index()
+        hook = index or WorkspaceIndexes()  # a persistent, watched index per workspace folder
         factory = None
         if backend_url is not None:
             from fimble.completion.completer import Completer

@@ -23,9 +23,9 @@ from fimble.completion.report import explanation, generation_stats
 from fimble.completion.service import CompletionRequest, CompletionResult
 from fimble.completion.worker import Job
 from fimble.errors import Cancelled, FimbleError
+from fimble.server.index_runner import IndexRunner
 from fimble.server.settings import Settings
 from fimble.server.shared import SharedCompleter
-from fimble.server.workspace_index import IndexRunner
 
 __all__ = [
     "Query",

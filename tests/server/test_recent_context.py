@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from fimble.server.workspace_index import IndexRunner
-from fimble.server.workspace_indexes import WorkspaceIndexes
+from fimble.server.index_runner import IndexRunner
+from fimble.server.workspace_roots import WorkspaceIndexes
 
 GEOMETRY = "def rectangle_area(width, height):\n    return width * height\n"
 APP = "from shapes import rectangle_area\n\n\ndef total(rooms):\n    return sum(\n"

@@ -16,9 +16,9 @@ from fimble.completion.engine import Generation
 from fimble.completion.service import CompletionRequest, CompletionResult
 from fimble.completion.worker import Job
 from fimble.errors import Cancelled
+from fimble.server.index_runner import IndexRunner, NullIndex
 from fimble.server.settings import Settings
 from fimble.server.suggest import Query, Suggester, apply_selected, mid_word
-from fimble.server.workspace_index import IndexRunner, NullIndex
 
 
 def _result(text: str, stop: str = "eog") -> CompletionResult:

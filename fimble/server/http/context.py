@@ -45,7 +45,7 @@ Handler = Callable[[Request, "AppContext"], Awaitable[Response]]
 
 
 class ContextSource(Protocol):
-    """fimble's workspace index as the server sees it (``fimble.server.workspace_index.IndexRunner``)."""
+    """fimble's workspace index as the server sees it (``fimble.server.index_runner.IndexRunner``)."""
 
     async def context_for(
         self, path: str | None, prefix: str, suffix: str, timeout: float

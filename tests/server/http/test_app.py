@@ -12,7 +12,7 @@ import httpx
 from fimble.completion.engine import Engine
 from fimble.errors import ModelNotFound
 from fimble.server.http import HttpSettings
-from fimble.server.workspace_index import IndexRunner, NullIndex
+from fimble.server.index_runner import IndexRunner, NullIndex
 from tests.server.http.conftest import FakeEngine, wait_for
 
 CONTINUE_QWEN_PROMPT = (

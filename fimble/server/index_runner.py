@@ -5,8 +5,9 @@ context snippets; it never waits for it on the event loop. ``IndexRunner`` calls
 own threads (one for updates, one for retrieval with a deadline), so a slow or failing index costs
 a completion its cross-file context, never the completion itself.
 
-``WorkspaceIndexes`` (``fimble.server.workspace_indexes``) implements it over ``fimble.indexer``;
-``NullIndex`` does nothing (tests, or a server started with no index).
+``WorkspaceIndexes`` (``fimble.server.workspace_roots``: one index per workspace folder) implements it
+over ``fimble.indexer`` and imports this module, never the other way; ``NullIndex`` does nothing
+(tests, or a server started with no index).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
-__all__ = ["IndexHook", "IndexRunner", "NullIndex", "Progress", "default_index"]
+__all__ = ["IndexHook", "IndexRunner", "NullIndex", "Progress", "Snippet"]
 
 log = logging.getLogger(__name__)
 
@@ -76,13 +77,6 @@ class NullIndex:
 
     def exit(self) -> None:
         return None
-
-
-def default_index() -> IndexHook:
-    """The index the server uses: a persistent, watched index per workspace folder."""
-    from fimble.server.workspace_indexes import WorkspaceIndexes
-
-    return WorkspaceIndexes()
 
 
 class IndexRunner:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from fimble.completion.context import ContextChunk, ContextGatherer
 from fimble.completion.recent import RecentRegions
 from fimble.errors import FimbleError, IndexLocked
-from fimble.server.workspace_index import Progress, Snippet
+from fimble.server.index_runner import Progress, Snippet
 
 if TYPE_CHECKING:
     from fimble.indexer import Progress as IndexProgress
