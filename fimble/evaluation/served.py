@@ -228,6 +228,9 @@ async def _session(
     on_row: Callable[[Row], None],
     progress: Callable[[int], None] | None,
 ) -> dict[str, Any]:
+    """One fresh server (its own FIMBLE_HOME and copy of ``root``) asked at every case, sample by
+    sample, and then at the revisits; the scratch folder is removed and the server ended after,
+    also on errors and Ctrl-C. Returns what the run's record says about the server."""
     scratch = Path(tempfile.mkdtemp(prefix="fimble-eval-served-"))
     started = time.monotonic()
     info: dict[str, Any] = {"model": model, "think_ms": think_ms, "log": str(log_path)}
@@ -251,7 +254,9 @@ async def _session(
             path = group[0].path
             disk = workspace / path
             uri = disk.as_uri()
-            original = originals.setdefault(path, disk.read_bytes())
+            if path not in originals:
+                originals[path] = disk.read_bytes()
+            original = originals[path]
             try:
                 for case in group:
                     for row in await _position(s, case, label or case.visit, uri, disk, think_ms,
