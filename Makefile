@@ -72,15 +72,15 @@ lint: install
 # Benchmarks write JSON under bench/results/. The index benchmark compares with Universal Ctags when it is
 # installed (apt-get install universal-ctags) and records a skip otherwise.
 bench: install models
-	$(BIN)/python -P bench/engine.py
-	$(BIN)/python -P bench/keystroke.py
-	$(BIN)/python -P bench/speculative.py
-	$(BIN)/python -P bench/index.py
-	$(BIN)/python -P bench/models.py
-	$(BIN)/python -P bench/shape.py
-	$(BIN)/python -P bench/stops.py
-	$(BIN)/python -P bench/restart.py
-	$(BIN)/python -P bench/typing.py
+	$(BIN)/python bench/engine.py
+	$(BIN)/python bench/keystroke.py
+	$(BIN)/python bench/speculative.py
+	$(BIN)/python bench/index.py
+	$(BIN)/python bench/models.py
+	$(BIN)/python bench/shape.py
+	$(BIN)/python bench/stops.py
+	$(BIN)/python bench/restart.py
+	$(BIN)/python bench/typing_replay.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -6,9 +6,9 @@ get the won/lost lines, sign test and bootstrap interval too; predictions and ti
 and pools the lines of all of them per group into one paired effect. Results go into the JSON file
 under ``--label``, keeping the other labels there, so one file holds several pools:
 
-    python -P bench/context_effect.py bench/results/eval_*_unseen*.json --label all_unseen
-    python -P bench/context_effect.py bench/results/eval_*_unseen_s11.json --label new_lines
-    python -P bench/context_effect.py bench/results/eval_{flask,flask_cross,openai_agents_cross_n80}.json \
+    python bench/context_effect.py bench/results/eval_*_unseen*.json --label all_unseen
+    python bench/context_effect.py bench/results/eval_*_unseen_s11.json --label new_lines
+    python bench/context_effect.py bench/results/eval_{flask,flask_cross,openai_agents_cross_n80}.json \
         --label wider
 """
 

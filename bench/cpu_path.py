@@ -7,8 +7,7 @@ path's buffer types are chosen at load), paths interleaved round by round so dri
 thermal) hits all of them alike, medians reported with the plain/repacked ratio. The memory bandwidth
 is measured beside it, since generation speed is bound by it (one read of the weights per token).
 
-Writes ``bench/results/cpu_path.json``. Run: ``.venv/bin/python -P bench/cpu_path.py`` (``-P``:
-bench/typing.py would shadow ``typing``).
+Writes ``bench/results/cpu_path.json``. Run: ``.venv/bin/python bench/cpu_path.py``.
 """
 
 from __future__ import annotations
@@ -110,7 +109,7 @@ def main() -> None:
         for p in paths:
             print(f"round {r + 1}/{args.rounds}: {p} ...", file=sys.stderr)
             done = subprocess.run(
-                [sys.executable, "-P", __file__, "--model", model, "--threads", str(threads), "--child", p],
+                [sys.executable, __file__, "--model", model, "--threads", str(threads), "--child", p],
                 capture_output=True, text=True, check=False,
             )  # fmt: skip
             if done.returncode != 0:

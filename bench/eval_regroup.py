@@ -6,7 +6,7 @@ So whether a line's cross-file names were already spelled out above it can be de
 and the summaries, context effect and recommendation rebuilt from the same rows with
 ``build_report``. The predictions and timings are not touched.
 
-    python -P bench/eval_regroup.py bench/results/eval_flask.json [more.json ...]
+    python bench/eval_regroup.py bench/results/eval_flask.json [more.json ...]
 """
 
 from __future__ import annotations

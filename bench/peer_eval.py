@@ -27,9 +27,7 @@ the cases, fimble's served answers at the same positions are summarized the same
 beside the peer's.
 
     .venv/bin/fimble eval --pypi requests==2.32.3 --samples 12 --out DIR
-    python -P bench/peer_eval.py --cases DIR/cases.jsonl [--model qwen2.5-coder-1.5b] [--limit N]
-
-``-P``: ``bench/typing.py`` would shadow the standard library's ``typing``.
+    python bench/peer_eval.py --cases DIR/cases.jsonl [--model qwen2.5-coder-1.5b] [--limit N]
 """
 
 from __future__ import annotations
@@ -53,7 +51,7 @@ from fimble.evaluation.served_report import GROUPS, VISITS, wilson
 
 try:
     from bench.peer import llama_vim
-except ImportError:  # run as a script with -P: bench/ is not importable, its peer/ folder is
+except ImportError:  # run as a script: bench/ is not importable, its peer/ folder is
     sys.path.insert(0, str(Path(__file__).resolve().parent / "peer"))
     import llama_vim  # type: ignore[no-redef]
 

@@ -5,8 +5,7 @@ generated token, so both must stay far below a token's ~35 ms. Measured on real 
 modules of the Python standard library (not its tests or data tables), a cursor at the end of every
 Nth line, mid-line and on blank lines. Also the whole-file parse the window avoids.
 Writes JSON (default ``bench/results/shape.json``). Run it under the team CPU lock:
-``flock /tmp/team/cpu.lock .venv/bin/python -P bench/shape.py`` (``-P``: bench/typing.py would shadow
-the standard library's typing).
+``flock /tmp/team/cpu.lock .venv/bin/python bench/shape.py``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ against a whole-file parse, on the standard library of the running interpreter (
 Reports, as JSON (``--out``), how many definitions and imports each way finds, every difference by
 kind (definitions only the full parse finds, and why: nested in a function body or not; definitions
 whose fields differ; imports only one way finds), files that fell back to a whole parse, and the CPU
-time of each way (scan + parse + extract). Run: ``.venv/bin/python -P bench/skeleton_diff.py``.
+time of each way (scan + parse + extract). Run: ``.venv/bin/python bench/skeleton_diff.py``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ line whose rest is removed (a single-line completion). Each completion runs thro
 order, and the outputs are compared (where they differ: plain decoding's margin at that token).
 Also measures what a batch of n tokens costs at the end of a ~1,500-token cache (the price of
 checking a draft). Writes JSON (default ``bench/results/speculative.json``). Run: ``make bench`` or
-``.venv/bin/python -P bench/speculative.py`` (``-P``: ``bench/typing.py`` would shadow ``typing``).
+``.venv/bin/python bench/speculative.py``.
 """
 
 from __future__ import annotations

@@ -5,9 +5,8 @@ lines inside calls), the same prompt is completed twice on one engine: with fimb
 the rules before them (shape from a text heuristic; stops at a newline, a repeated suffix line, a
 dedent below the cursor's line). Reports tokens generated, generation time, stop reasons, and how
 often the shown suggestion would duplicate a closing bracket or quote already after the cursor.
-Writes JSON (default ``bench/results/stops.json``). Run under the CPU lock, with ``-P`` (bench/typing.py
-shadows the standard library's typing):
-``flock /tmp/team/cpu.lock .venv/bin/python -P bench/stops.py``.
+Writes JSON (default ``bench/results/stops.json``). Run under the CPU lock:
+``flock /tmp/team/cpu.lock .venv/bin/python bench/stops.py``.
 """
 
 from __future__ import annotations

@@ -21,26 +21,19 @@ types at once and sends no focus.
 With ``--pace-ms N`` keystrokes arrive every N ms whether or not the previous suggestion came back
 (the older request is cancelled with ``$/cancelRequest``, as VS Code does), which exercises adopting
 an in-flight generation. Writes JSON (default ``bench/results/typing.json``). Run under the CPU lock:
-``flock /tmp/team/cpu.lock .venv/bin/python bench/typing.py``.
+``flock /tmp/team/cpu.lock .venv/bin/python bench/typing_replay.py``.
 """
 
-# ruff: noqa: E402
 from __future__ import annotations
-
-import os
-import sys
-
-# Run as a script, this file's folder comes first on sys.path, and its name shadows the standard
-# library's ``typing``: drop the folder before anything imports it.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
 import argparse
 import asyncio
 import json
+import os
 import random
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
