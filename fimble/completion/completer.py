@@ -158,6 +158,7 @@ class Completer(WorkAhead, Adoption):
         """Run ``request`` on the model as a flight others may adopt; ``waiter`` is the cancel token
         of the request it answers when that is not the job's own (a re-run for an adopter)."""
         self._cancel_prefetch()
+        self._drop_orphans(key)
         flight = Flight(key or "", request.prefix, request.suffix, request.path, request.max_tokens)
         multiline = request.multiline
         flight.multiline = wants_multiline(request.prefix, request.suffix) if multiline is None else multiline
@@ -226,6 +227,20 @@ class Completer(WorkAhead, Adoption):
             self._small.move_to_end(cache_key)
             while len(self._small) > _SMALL_ANSWERS:
                 self._small.popitem(last=False)
+
+    def _drop_orphans(self, key: str | None) -> None:
+        """Stop the prompt evaluations that run on for nobody in other documents: a request that
+        gave up at its deadline lets its prompt be read on (``detach``) for the next keystroke
+        there, but once a request for another document comes, the user has moved on, and that
+        reading (a cold full prompt: tens of seconds) would keep this one waiting behind it."""
+        with self._lock:
+            orphans = [
+                k
+                for k, f in self._flights.items()
+                if k != key and f.keep_alive and all(t.cancelled for t in f.waiters)
+            ]
+        for k in orphans:
+            self._supersede(k)
 
     def _supersede(self, key: str) -> None:
         """Stop the model work for ``key``: its answer is no longer wanted."""

@@ -313,6 +313,22 @@ def test_a_caller_may_stop_waiting_while_the_prompt_is_read_without_aborting_it(
     completer.close()
 
 
+def test_a_request_in_another_document_stops_a_prompt_read_on_for_nobody() -> None:
+    """A caller that gave up at its deadline let its prompt be read on, for the next keystroke in
+    that document; a request for another document means the user moved on: it is not kept
+    waiting behind that reading."""
+    engine = StreamingEngine("append(x)")
+    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    first = completer.submit(request("xs."), key="a.py")
+    _wait(lambda: "a.py" in completer._flights and completer._flights["a.py"].running)
+    assert completer.detach(first)  # nobody waits for it now; it runs on
+    elsewhere = completer.submit(request("ys."), key="b.py")
+    assert first.future.result(5).stop_reason == "cancelled"  # stopped, not read to the end
+    engine.step.release(100)
+    assert elsewhere.future.result(5).text == "append(x)"
+    completer.close()
+
+
 def test_a_late_caller_takes_the_text_so_far_while_the_generation_goes_on_for_others() -> None:
     engine = StreamingEngine("append(x)\n")
     completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
