@@ -358,8 +358,8 @@ def _served_section(served: dict[str, Any]) -> list[str]:
         "<h2>Served</h2><p>Answers of a real <code>fimble serve</code> over LSP at two positions per "
         f"line (line start, mid-line), think times {html.escape(think)}, each in a fresh server. "
         "Visit: cold is the first position in its file, warm a later one, revisited the pass at the "
-        "end; first pass is cold and warm together. small: share answered from a small first "
-        "prompt.</p>",
+        "end; first pass is cold and warm together. small: share of requests during which the "
+        "server read a small first prompt (from before the didFocus, for automatic requests).</p>",
         table_html(served.get("summary", [])),
     ]
     paired = served.get("versus_ceiling") or []

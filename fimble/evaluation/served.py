@@ -152,7 +152,9 @@ def served_row(
     small_after: int | None,
     error: str | None = None,
 ) -> Row:
-    """One answer, scored against the case's truth on its first line."""
+    """One answer, scored against the case's truth on its first line. ``small_first_prompt``: the
+    server's small-first-prompt counter grew between ``small_before`` and ``small_after`` (it does
+    not say which job read it: ``fimble.status`` does not mark an answer as from a small prompt)."""
     prediction = first_line(text)
     sc = score(prediction, case.truth)
     small = None if small_before is None or small_after is None else small_after > small_before

@@ -56,7 +56,10 @@ def _pct(xs: Sequence[float], q: float) -> float | None:
 
 def stats(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """n, exact match with its 95% interval, edit similarity, the share of empty answers, latency
-    p50/p90, and (served rows) the share answered from a small first prompt and tokens evaluated."""
+    p50/p90, and (served rows) tokens evaluated and the share of requests during which the server
+    read a small first prompt (its counter grew: for an automatic request, counted from before the
+    didFocus, so a focus's warm-up that the request adopts counts; an invoked one asks for the full
+    prompt, so there it is a warm-up running beside it)."""
     rs = list(rows)
     exact = sum(bool(r["exact"]) for r in rs)
     small = [bool(r["small_first_prompt"]) for r in rs if r.get("small_first_prompt") is not None]
@@ -188,8 +191,8 @@ def _cells(e: dict[str, Any]) -> tuple[str, ...]:
 
 
 def table(entries: Sequence[dict[str, Any]]) -> str:
-    """The entries with any answers as an aligned text table (``small``: share of answers from a
-    small first prompt)."""
+    """The entries with any answers as an aligned text table (``small``: share of requests during
+    which a small first prompt was read, see ``stats``)."""
     rows = [_HEAD, *(_cells(e) for e in entries if e["n"])]
     widths = [max(len(r[i]) for r in rows) for i in range(len(_HEAD))]
     lines = [
