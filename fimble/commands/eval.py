@@ -119,6 +119,12 @@ def _think_times(values: tuple[str, ...]) -> tuple[int, ...]:
     type=click.IntRange(0),
     help="File-after-cursor budget (served: suffixTokens, else the server's default).",
 )
+@click.option(
+    "--context-tokens",
+    default=None,
+    type=click.IntRange(0),
+    help="Other files' snippets budget (served: contextTokens, else the server's default).",
+)
 @click.option("--threads", "-t", default=0, type=click.IntRange(0, 256), help="CPU threads (0: cores).")
 @click.option(
     "--out",
@@ -145,6 +151,7 @@ def eval_command(
     max_tokens: int,
     prefix_tokens: int | None,
     suffix_tokens: int | None,
+    context_tokens: int | None,
     threads: int,
     out: Path,
 ) -> None:
@@ -175,7 +182,7 @@ def eval_command(
 
     if (repo is None) == (pypi is None):
         raise InputError("give a repository folder or --pypi NAME==VERSION (one of them)")
-    from fimble.completion.fim import PREFIX_TOKENS, SUFFIX_TOKENS
+    from fimble.completion.fim import CONTEXT_TOKENS, PREFIX_TOKENS, SUFFIX_TOKENS
 
     config = EvalConfig(
         samples=samples,
@@ -185,6 +192,7 @@ def eval_command(
         max_tokens=max_tokens,
         prefix_budget=prefix_tokens or PREFIX_TOKENS,
         suffix_budget=suffix_tokens if suffix_tokens is not None else SUFFIX_TOKENS,
+        context_budget=context_tokens if context_tokens is not None else CONTEXT_TOKENS,
         threads=threads,
         cross_share=cross_share,
         cross_unseen=cross_unseen,
@@ -193,9 +201,12 @@ def eval_command(
     served = ServedSettings(
         think_ms=_think_times(think_ms), server_options=dict(map(parse_server_option, server_options))
     )
-    budgets = {
-        k: v for k, v in (("prefixTokens", prefix_tokens), ("suffixTokens", suffix_tokens)) if v is not None
-    }
+    given = (
+        ("prefixTokens", prefix_tokens),
+        ("suffixTokens", suffix_tokens),
+        ("contextTokens", context_tokens),
+    )
+    budgets = {k: v for k, v in given if v is not None}
     report, (json_path, html_path) = evaluate(
         config, repo=repo, pypi=pypi, out=out, mode=mode, served=served, server_budgets=budgets
     )

@@ -289,6 +289,7 @@ class Completer(WorkAhead, Adoption):
             request.max_tokens,
             request.prefix_budget,
             request.suffix_budget,
+            request.context_budget,
             request.prefix,
             request.suffix,
             len(files),

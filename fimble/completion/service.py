@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine, Generation
-from fimble.completion.fim import PREFIX_TOKENS, SUFFIX_TOKENS, FimPrompt, build_prompt
+from fimble.completion.fim import CONTEXT_TOKENS, PREFIX_TOKENS, SUFFIX_TOKENS, FimPrompt, build_prompt
 from fimble.completion.guide import import_guide
 from fimble.completion.imports import ImportChoices, split_choices
 from fimble.completion.postprocess import clean_completion
@@ -48,6 +48,7 @@ class CompletionRequest:
     context_files: tuple[tuple[str, str, str], ...] = field(default=())  # (path, text, reason)
     prefix_budget: int = PREFIX_TOKENS
     suffix_budget: int = SUFFIX_TOKENS
+    context_budget: int = CONTEXT_TOKENS  # other files' snippets
     full_prompt: bool = False  # never a small first prompt, however cold (the user asked: they wait)
 
     @property
@@ -123,6 +124,7 @@ def plan(engine: Engine, request: CompletionRequest) -> Plan:
         files=files,
         prefix_budget=request.prefix_budget,
         suffix_budget=request.suffix_budget,
+        context_budget=request.context_budget,
     )
     small = False
     if (warmer := getattr(engine, "warmer", None)) is not None:  # cold region: a small prompt first
@@ -138,6 +140,7 @@ def plan(engine: Engine, request: CompletionRequest) -> Plan:
                 files=files if context else (),
                 prefix_budget=prefix_budget,
                 suffix_budget=suffix_budget,
+                context_budget=request.context_budget,
                 prefix_start=start,
             ),
             prefix_budget=request.prefix_budget,

@@ -123,6 +123,7 @@ def evaluate(
         "contexts": list(config.contexts),
         "prefix_budget": config.prefix_budget,
         "suffix_budget": config.suffix_budget,
+        "context_budget": config.context_budget,
         "max_tokens": config.max_tokens,
         "cross_share": config.cross_share,
         "cross_unseen": config.cross_unseen,

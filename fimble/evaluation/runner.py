@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fimble.completion.fim import PREFIX_TOKENS, SUFFIX_TOKENS
+from fimble.completion.fim import CONTEXT_TOKENS, PREFIX_TOKENS, SUFFIX_TOKENS
 from fimble.completion.report import generation_stats
 from fimble.evaluation.crossfile import Resolver, classify, code_uses, not_named_above
 from fimble.evaluation.metrics import first_line, score
@@ -52,6 +52,7 @@ class EvalConfig:
     max_tokens: int = 48
     prefix_budget: int = PREFIX_TOKENS
     suffix_budget: int = SUFFIX_TOKENS
+    context_budget: int = CONTEXT_TOKENS
     threads: int = 0
     cross_share: float = 0.5
     cross_unseen: bool = False  # a line is cross-file only for names the file does not show above it
@@ -294,6 +295,7 @@ def run_model(
                 context_files=p.chunks if with_context else (),
                 prefix_budget=config.prefix_budget,
                 suffix_budget=config.suffix_budget,
+                context_budget=config.context_budget,
             )
             t0 = time.perf_counter()
             result = complete(engine, request)

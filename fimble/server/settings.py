@@ -5,7 +5,7 @@ Clients send settings in ``initializationOptions`` and ``workspace/didChangeConf
 
     {"model": "qwen2.5-coder-1.5b", "threads": 0, "maxTokens": 64, "multiline": "auto",
      "debounceMs": 0, "deadlineMs": 4000, "invokedDeadlineMs": 20000, "prefixTokens": 1536,
-     "suffixTokens": 64,
+     "suffixTokens": 64, "contextTokens": 1024,
      "languages": {"markdown": false, "*": true}, "index": {"exclude": ["**/vendor/**"]},
      "enable": true, "completionFallback": "auto", "acceptanceLog": true,
      "firstSuggestionMs": 1600, "kvStateMb": 1024, "speculative": true}
@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from fimble.completion.fim import PREFIX_TOKENS, SUFFIX_TOKENS
+from fimble.completion.fim import CONTEXT_TOKENS, PREFIX_TOKENS, SUFFIX_TOKENS
 
 __all__ = ["Resolved", "Settings", "merge_raw", "resolve", "section"]
 
@@ -43,6 +43,7 @@ class Settings:
     invoked_deadline_ms: int = 20_000
     prefix_tokens: int = PREFIX_TOKENS  # context budget before the cursor
     suffix_tokens: int = SUFFIX_TOKENS  # and after it (evaluated again on every keystroke)
+    context_tokens: int = CONTEXT_TOKENS  # other files' snippets (repository context)
     languages: tuple[tuple[str, bool], ...] = ()  # languageId -> enabled; "*" for the rest
     index_exclude: tuple[str, ...] = ()  # extra glob patterns the indexer skips
     completion_fallback: str = "auto"  # textDocument/completion: auto (no inline support) | always | never
@@ -147,6 +148,7 @@ _FIELDS: dict[tuple[str, ...], tuple[str, Callable[[object], Any]]] = {
     ("invokedDeadlineMs",): ("invoked_deadline_ms", _int_range(50, 300_000)),
     ("prefixTokens",): ("prefix_tokens", _int_range(16, 3072)),
     ("suffixTokens",): ("suffix_tokens", _int_range(0, 1024)),
+    ("contextTokens",): ("context_tokens", _int_range(0, 4096)),
     ("languages",): ("languages", _languages),
     ("index", "exclude"): ("index_exclude", _globs),
     ("completionFallback",): ("completion_fallback", _choice("auto", "always", "never")),

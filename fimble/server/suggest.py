@@ -247,5 +247,6 @@ def _request(query: Query, settings: Settings) -> CompletionRequest:
         multiline=settings.multiline_flag,
         prefix_budget=settings.prefix_tokens,
         suffix_budget=settings.suffix_tokens,
+        context_budget=settings.context_tokens,
         full_prompt=query.invoked,
     )

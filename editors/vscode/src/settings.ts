@@ -22,6 +22,7 @@ export interface ServerSettings {
   acceptanceLog?: boolean;
   prefixTokens?: number;
   suffixTokens?: number;
+  contextTokens?: number;
   firstSuggestionMs?: number;
   kvStateMb?: number;
   speculative?: boolean;
@@ -38,6 +39,7 @@ const SCALARS = [
   'acceptanceLog',
   'prefixTokens',
   'suffixTokens',
+  'contextTokens',
   'firstSuggestionMs',
   'kvStateMb',
   'speculative',

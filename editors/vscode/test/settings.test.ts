@@ -48,6 +48,7 @@ test('budget, warm-up, KV-state and speculative settings pass through when set',
   const values: Record<string, unknown> = {
     prefixTokens: 1024,
     suffixTokens: 32,
+    contextTokens: 512,
     firstSuggestionMs: 0,
     invokedDeadlineMs: 30000,
     kvStateMb: 256,
