@@ -146,7 +146,7 @@ class Engine:
         self.cpu = cpu_path.verdict_for(self.model_path, on_probe=self._probing)
         if self.cpu.path is None:
             raise EngineError(self.cpu.problem())
-        if self.cpu.path is not cpu_path.CpuPath.FULL:  # a fallback: say so at every load
+        if self.cpu.path is not cpu_path.CpuPath.FULL and not self.cpu.faster:  # a fallback: at every load
             log.warning("CPU path for %s: %s", self.model_path.name, self.cpu.summary())
         elif not self.cpu.cached:
             log.info("CPU path for %s: %s", self.model_path.name, self.cpu.summary())
