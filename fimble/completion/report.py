@@ -54,6 +54,8 @@ def explanation(result: CompletionResult) -> dict[str, Any]:
         **generation_stats(gen),
         "multiline": result.multiline,
         "shape": result.shape,
+        # From a small first prompt (a cold place, no repository context): shown, not cached.
+        "provisional": result.provisional,
         "chars": len(result.text),
         "lines": explanation_lines(result),
     }
@@ -68,4 +70,6 @@ def explanation_lines(result: CompletionResult) -> list[str]:
     lines.append(timings_line(result.generation))
     shape = "multi-line" if result.multiline else "single line"
     lines.append(f"shape: {shape} ({result.shape})" if result.shape else f"shape: {shape}")
+    if result.provisional:
+        lines.append("small first prompt: a cold place; the full prompt answers once it is warm")
     return lines
