@@ -82,5 +82,11 @@ bench: install models
 	$(BIN)/python bench/restart.py
 	$(BIN)/python bench/typing_replay.py
 
+# The generated pages of the manual (configuration and HTTP API references, the architecture picture),
+# from the code they describe; tests/test_docs.py fails when the committed ones are out of date.
+.PHONY: docs
+docs: install
+	$(BIN)/python docs/generate.py
+
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
