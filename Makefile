@@ -84,9 +84,14 @@ bench: install models
 
 # The generated pages of the manual (configuration and HTTP API references, the architecture picture),
 # from the code they describe; tests/test_docs.py fails when the committed ones are out of date.
-.PHONY: docs
+.PHONY: docs plots
 docs: install
 	$(BIN)/python docs/generate.py
+
+# The speed plots of docs/performance.md, from the JSON under bench/results/ (matplotlib: the plots extra).
+plots: install
+	$(BIN)/python -m pip install -q -e '.[plots]'
+	$(BIN)/python bench/plots/make_plots.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
