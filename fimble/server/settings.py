@@ -4,8 +4,8 @@ Clients send settings in ``initializationOptions`` and ``workspace/didChangeConf
 ``workspace/configuration``), either bare or under a ``"fimble"`` key, with camelCase names::
 
     {"model": "qwen2.5-coder-1.5b", "threads": 0, "maxTokens": 64, "multiline": "auto",
-     "debounceMs": 0, "deadlineMs": 4000, "invokedDeadlineMs": 20000, "prefixTokens": 1536,
-     "suffixTokens": 64, "contextTokens": 1024,
+     "debounceMs": 0, "deadlineMs": 4000, "invokedDeadlineMs": 20000, "prefixTokens": 768,
+     "suffixTokens": 128, "contextTokens": 256,
      "languages": {"markdown": false, "*": true}, "index": {"exclude": ["**/vendor/**"]},
      "enable": true, "completionFallback": "auto", "acceptanceLog": true,
      "firstSuggestionMs": 1600, "kvStateMb": 1024, "speculative": true}

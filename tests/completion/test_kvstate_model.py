@@ -32,7 +32,13 @@ def _prompt(engine: Engine, cut: str = "    def _split(self, text):\n") -> tuple
     text = SOURCE.read_text()
     at = text.index(cut) + len(cut)
     prompt = build_prompt(
-        engine.tokenize, engine.fim, text[:at], text[at:], path="textwrap.py", prefix_budget=600
+        engine.tokenize,
+        engine.fim,
+        text[:at],
+        text[at:],
+        path="textwrap.py",
+        prefix_budget=600,
+        suffix_budget=64,
     )
     head = prompt.stable_len + len(prompt.parts[[p.kind for p in prompt.parts].index("prefix")].tokens)
     return prompt.tokens, head

@@ -68,8 +68,14 @@ def test_small_first_prompt_then_warm_full_prompt() -> None:
         text = SOURCE.read_text()
 
         def ask(line: int) -> tuple[int, int, int]:
+            # Budgets pinned above the defaults' ~900 tokens, so "full" and "small" stay far apart.
             request = CompletionRequest(
-                text=text, offset=_cursor(text, line), path="argparse.py", max_tokens=8
+                text=text,
+                offset=_cursor(text, line),
+                path="argparse.py",
+                max_tokens=8,
+                prefix_budget=1536,
+                suffix_budget=64,
             )
             gen = completer.submit(request, key="argparse.py").future.result(300).generation
             return gen.prompt_tokens, gen.tokens_evaluated, gen.tokens_reused

@@ -68,7 +68,7 @@ async def test_a_restarted_server_reads_the_files_prompt_back(tmp_path: Path) ->
     shutil.copy(SOURCE, root / "textwrap.py")
     text = (root / "textwrap.py").read_text()
     uri = (root / "textwrap.py").as_uri()
-    options = {**MODEL_OPTIONS, "prefixTokens": 512}
+    options = {**MODEL_OPTIONS, "prefixTokens": 512, "suffixTokens": 64}
 
     first = await start_neovim_session(root, home)
     try:
