@@ -84,7 +84,7 @@ class Completer(WorkAhead, Adoption):
         self._model_id: str | None = None
         self._flights: dict[str, Flight] = {}
         # request key -> (small prompt's digest, its answer): provisional answers, in memory only
-        self._small: OrderedDict[bytes, tuple[bytes, str]] = OrderedDict()
+        self._small: OrderedDict[bytes, tuple[bytes, Cached]] = OrderedDict()
         self._prefetching: Job[Any] | None = None
         self._stats = CompleterStats()
         self._lock = threading.Lock()
@@ -218,12 +218,23 @@ class Completer(WorkAhead, Adoption):
             known = self._small.get(cache_key)
         if known is None or known[0] != planned.digest:
             return None
-        gen = Generation(known[1], (), "cached", len(planned.prompt.tokens), 0, 0, 0.0, 0.0)
-        return result_of(planned, known[1], gen)
+        text = known[1].text
+        gen = Generation(text, (), "cached", len(planned.prompt.tokens), 0, 0, 0.0, 0.0)
+        return result_of(planned, text, gen)
+
+    def provisional(self, request: CompletionRequest) -> Cached | None:
+        """The small first prompt's answer at this request's place, if one was given: what an
+        invoked request shows when its full prompt is not read by its deadline. Empty would be
+        worse than the answer the user was already shown there; the full prompt reads on."""
+        if (cache_key := self._cache_key(request)) is None:
+            return None
+        with self._lock:
+            known = self._small.get(cache_key)
+        return known[1] if known is not None else None
 
     def _remember_small(self, cache_key: bytes, digest: bytes, result: CompletionResult) -> None:
         with self._lock:
-            self._small[cache_key] = (digest, result.text)
+            self._small[cache_key] = (digest, Cached(result.text, result.multiline))
             self._small.move_to_end(cache_key)
             while len(self._small) > _SMALL_ANSWERS:
                 self._small.popitem(last=False)

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from fimble.completion.cache import CacheConfig, CompletionCache
+from fimble.completion.cache import CacheConfig, Cached, CompletionCache
 from fimble.completion.completer import Completer, CompleterStats
 from fimble.completion.service import CompletionRequest, CompletionResult
 from fimble.completion.worker import Busy, Job
@@ -123,6 +123,9 @@ class SharedCompleter:
 
     def detach(self, job: Job[Any]) -> bool:
         return self._current.detach(job)
+
+    def provisional(self, request: CompletionRequest) -> Cached | None:
+        return self._current.provisional(request)
 
     def cancel(self, job: Job[Any]) -> None:
         """Cancel a job on whichever worker runs it (the current one, or a closing one)."""

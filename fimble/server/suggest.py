@@ -135,10 +135,18 @@ class Suggester:
             if not self._newest(query.key, seq):
                 timeline["outcome"] = "superseded"
                 return None
-            job = self.completer.submit(replace(request, context_files=context), key=query.key)
+            request = replace(request, context_files=context)
+            job = self.completer.submit(request, key=query.key)
         result = await self._await(job, deadline, timeline)
         last = self.completer.last
         timeline["engine"] = generation_stats(result.generation) if result is not None else dict(last)
+        if (
+            result is None
+            and query.invoked
+            and timeline.get("outcome") == "deadline_prompt"
+            and self._newest(query.key, seq)
+        ):
+            return self._provisional(request, received, timeline)
         if result is not None:  # what `fimble explain` shows, for `fimble.status`
             timeline["explain"] = explanation(result)
         if result is not None and not self._newest(query.key, seq):
@@ -210,6 +218,26 @@ class Suggester:
             timeline["outcome"] = "error"
             timeline["error"] = str(err)
             return None
+
+    def _provisional(
+        self, request: CompletionRequest, received: float, timeline: dict[str, Any]
+    ) -> Suggestion | None:
+        """An invoked request whose full prompt was not read by its deadline: the small first
+        prompt's answer at this place, if there is one, rather than nothing (the full prompt reads
+        on, so asking again once it is warm gets its answer)."""
+        known = self.completer.provisional(request)
+        if known is None or not known.text.strip():
+            return None
+        timeline["outcome"] = "deadline_provisional"
+        timeline["chars"] = len(known.text)
+        return Suggestion(
+            id=uuid.uuid4().hex[:16],
+            text=known.text,
+            multiline=known.multiline,
+            stop_reason="provisional",
+            partial=False,
+            latency_ms=round((time.monotonic() - received) * 1000, 1),
+        )
 
     def _interpret(
         self, result: CompletionResult | None, job: Job[Any], received: float, timeline: dict[str, Any]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from fimble.completion.cache import CacheConfig, CompletionCache
+from fimble.completion.cache import CacheConfig, Cached, CompletionCache
 from fimble.completion.completer import Completer
 from fimble.completion.engine import Generation
 from fimble.completion.fim import FimTokens
@@ -233,6 +234,20 @@ def test_the_same_small_prompt_again_is_answered_without_the_model_while_the_pla
     assert engine.calls == 2 and completer.stats().cache_hits == 1
     warm = completer.submit(request("xs."), key="a").future.result(5)  # the full prompt now
     assert (warm.text, warm.provisional) == ("warm()", False) and engine.calls == 3
+    completer.close()
+
+
+def test_an_invoked_request_at_a_cold_place_can_fall_back_on_the_small_prompts_answer() -> None:
+    """``provisional`` gives what the small prompt answered at this very place (an invoked request
+    there asks for the full prompt, which may not be read by its deadline), and nothing elsewhere."""
+    engine = ScriptedEngine("cold()")
+    engine.warmer = ColdThenWarm(cold=1)  # type: ignore[attr-defined]
+    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    assert completer.provisional(request("xs.")) is None
+    completer.submit(request("xs."), key="a").future.result(5)
+    invoked = replace(request("xs."), full_prompt=True)
+    assert completer.provisional(invoked) == Cached("cold()", False)
+    assert completer.provisional(request("ys.")) is None
     completer.close()
 
 

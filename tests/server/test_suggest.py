@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from fimble.completion.cache import Cached
 from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Generation
 from fimble.completion.service import CompletionRequest, CompletionResult
@@ -200,3 +201,31 @@ async def test_an_invoked_request_asks_for_the_full_prompt_and_waits_longer() ->
     stub.jobs[1][1].future.set_result(_result("1"))
     assert (await invoked).text == "1"  # type: ignore[union-attr]
     assert [request.full_prompt for request, _ in stub.jobs] == [False, True]
+
+
+class DetachingCompleter(StubCompleter):
+    """A completer whose prompt is still being read at the deadline (``detach``), and which holds
+    a small first prompt's answer for some places."""
+
+    def __init__(self, provisional: dict[str, Cached]) -> None:
+        super().__init__()
+        self.known = provisional
+
+    def detach(self, job: Job[Any]) -> bool:
+        return True
+
+    def provisional(self, request: CompletionRequest) -> Cached | None:
+        return self.known.get(request.text)
+
+
+async def test_an_invoked_request_past_its_deadline_shows_the_small_prompts_answer() -> None:
+    """The full prompt is not read in time: the answer already shown there beats nothing."""
+    s = _suggester(DetachingCompleter({"x = ": Cached("1", False)}))
+    settings = Settings(deadline_ms=20, invoked_deadline_ms=50)
+    shown = await s.suggest(Query("a", "x = ", 4, invoked=True), settings)
+    assert shown is not None and shown.text == "1" and shown.stop_reason == "provisional"
+    assert s.last["outcome"] == "deadline_provisional" and s.last["deadline_hit"]
+    # Where no small prompt answered, and for an automatic request, it stays empty.
+    assert await s.suggest(Query("b", "y = ", 4, invoked=True), settings) is None
+    assert s.last["outcome"] == "deadline_prompt"
+    assert await s.suggest(Query("c", "x = ", 4), settings) is None

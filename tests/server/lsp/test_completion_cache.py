@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
+from lsprotocol import types
 
 from tests.server.lsp.conftest import (
     MODEL_OPTIONS,
@@ -100,5 +102,41 @@ async def test_an_invoked_request_at_a_cold_place_is_answered_from_the_full_prom
         assert st["last"]["trigger"] == "invoked"  # type: ignore[index]
         assert st["last"]["engine"]["prompt_tokens"] > small_prompt + 400, st["last"]  # type: ignore[index]
         assert insert_texts(invoked), st["last"]
+    finally:
+        await stop(client)
+
+
+async def test_an_invoked_request_past_its_deadline_shows_what_the_small_prompt_answered(
+    tmp_path: Path,
+) -> None:
+    """Invoked at a cold place with a deadline no full prompt can meet: the answer the automatic
+    request got there from the small prompt, not an empty one."""
+    helper = "def helper_{0}(values):\n    return [v * {0} for v in values]\n\n\n"
+    text = "".join(helper.format(i) for i in range(40)) + TEXT
+    options = {**MODEL_OPTIONS, "firstSuggestionMs": 200}
+    client = await start(["-m", model_path()], env(tmp_path / "home"), options=options)
+    try:
+        assert (await wait_model(client))["model"]["state"] == "ready"
+        uri = (tmp_path / "ws" / "stats.py").as_uri()
+        open_doc(client, uri, text)
+        line = text.count("\n", 0, text.index("    return \n"))
+        auto = insert_texts(
+            await client.text_document_inline_completion_async(inline_params(uri, line, COL, invoked=False))
+        )
+        assert auto and auto[0].strip(), (await status(client))["last"]
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(
+                settings={"fimble": {**options, "deadlineMs": 50, "invokedDeadlineMs": 50}}
+            )
+        )
+        for _ in range(250):  # a notification has no reply: wait until the status shows it
+            if (await status(client))["settings"].get("invoked_deadline_ms") == 50:
+                break
+            await asyncio.sleep(0.02)
+        asked = await client.text_document_inline_completion_async(inline_params(uri, line, COL))
+        invoked = insert_texts(asked)
+        st = await status(client)
+        assert st["last"]["outcome"] == "deadline_provisional", st["last"]  # type: ignore[index]
+        assert invoked == auto
     finally:
         await stop(client)
