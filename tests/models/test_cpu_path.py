@@ -19,6 +19,7 @@ def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Each test its own record directory and an empty in-process memo."""
     monkeypatch.setenv("FIMBLE_CPU_PATH_DIR", str(tmp_path / "cpu-path"))
     monkeypatch.setattr(cpu_path, "_memo", {})
+    monkeypatch.setattr(cpu_path, "load_per_core", lambda: 0.0)  # a quiet machine, unless a test says
     yield tmp_path / "cpu-path"
 
 
@@ -171,6 +172,32 @@ def test_the_verdict_is_remembered_until_what_it_depends_on_changes(
     calls.clear()
     verdict_for(model, run=run, reprobe=True)
     assert calls == [FULL, NO_AMX, PLAIN]
+
+
+def test_paths_timed_on_a_busy_machine_are_timed_again_at_a_quiet_start(
+    tmp_path: Path, fresh: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Timed while a build kept the cores busy, plain looked no faster; the verdict holds while the
+    machine stays busy, and the first quiet start measures again."""
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    load = [1.0]
+    monkeypatch.setattr(cpu_path, "load_per_core", lambda: load[0])
+    run, calls = counting_probe({FULL: "ok@2", PLAIN: "ok@1.9"})
+    busy = verdict_for(model, run=run)
+    assert busy.path is FULL and busy.timed_busy and "timed while busy" in busy.summary()
+    monkeypatch.setattr(cpu_path, "_memo", {})
+    again = verdict_for(model, run=lambda m, p: pytest.fail("probed again while still busy"))
+    assert again.cached and again.timed_busy
+    monkeypatch.setattr(cpu_path, "_memo", {})
+    load[0] = 0.1
+    run, calls = counting_probe({FULL: "ok@2", PLAIN: "ok@1.5"})
+    quiet = verdict_for(model, run=run)
+    assert calls == [FULL, PLAIN] and quiet.path is PLAIN and not quiet.timed_busy
+    # A path that only survives is not a speed comparison: a busy machine's verdict on it holds.
+    assert not Verdict(
+        PLAIN, attempts=(attempt(FULL, "crashed:SIGSEGV"), attempt(PLAIN, "ok")), timed_load=2.0
+    ).timed_busy
 
 
 def test_an_unsettled_verdict_is_not_remembered(tmp_path: Path, fresh: Path) -> None:
