@@ -73,11 +73,13 @@ SETTING_EFFECTS: dict[str, Text] = {
     "invokedDeadlineMs": _t(
         'an invoked request (the user asked: VS Code\'s "Trigger Inline Suggestion", a key in Neovim) is '
         "answered from the full prompt, repository context included, however cold the place, and waits "
-        "up to this long (never less than `deadlineMs`); automatic requests take the small first prompt "
-        "where the cache is cold",
+        "up to this long (never less than `deadlineMs`); past it, it shows the small first prompt's answer "
+        "at that place if an automatic request got one, and the full prompt reads on; automatic requests "
+        "take the small first prompt where the cache is cold",
         "主动触发的请求（用户要求的：VS Code 的 “Trigger Inline Suggestion”、Neovim 里的按键）无论位置多冷"
         "都用完整提示（含仓库上下文）作答，最多等这么久（不少"
-        "于 `deadlineMs`）；自动请求在缓存冷的地方先用小提示",
+        "于 `deadlineMs`）；超过期限时，若自动请求在该处已得到小提示的答案，就显示它，完整提示继续读入；"
+        "自动请求在缓存冷的地方先用小提示",
     ),
     "prefixTokens": _t("budget for the file before the cursor", "光标之前文件内容的 token 预算"),
     "suffixTokens": _t(
