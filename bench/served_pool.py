@@ -40,6 +40,29 @@ def system_rows(run_dir: Path) -> dict[str, list[Row]]:
     return out
 
 
+def answered_by(row: Row) -> str:
+    """Which part of fimble gave a served answer: nothing, the typed-through or completion cache,
+    the small first prompt of a cold place (shown ones included), or the full prompt."""
+    server = row.get("server") or {}
+    if row.get("empty"):
+        return "empty"
+    if server.get("stop_reason") in ("typed_through", "cached"):
+        return "cache"
+    return "small prompt" if row.get("small_first_prompt") else "full prompt"
+
+
+def by_source(rows: Sequence[Row]) -> dict[str, Row]:
+    """Exact match of fimble's first-pass answers per ``answered_by``: where the misses come from."""
+    out: dict[str, Row] = {}
+    for row in rows:
+        if row.get("visit") == "revisited":
+            continue
+        entry = out.setdefault(answered_by(row), {"n": 0, "exact": 0})
+        entry["n"] += 1
+        entry["exact"] += bool(row["exact"])
+    return out
+
+
 def pool(run_dirs: Sequence[Path]) -> Row:
     pooled: dict[str, list[Row]] = {}
     per_repo: dict[str, list[Row]] = {}
@@ -52,6 +75,7 @@ def pool(run_dirs: Sequence[Path]) -> Row:
     return {
         "meta": {"runs": [str(d) for d in run_dirs]},
         "pooled": [e for name, rows in pooled.items() for e in summary(name, rows)],
+        "answered_by": {name: by_source(rows) for name, rows in pooled.items() if name.startswith("fimble")},
         "per_repository": per_repo,
     }
 
@@ -65,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(table(report["pooled"]))
+    for name, sources in report["answered_by"].items():
+        parts = ", ".join(f"{k} {v['exact']}/{v['n']}" for k, v in sorted(sources.items()))
+        print(f"{name}: exact by what answered: {parts}")
     for repo, entries in report["per_repository"].items():
         print(f"\n{repo}\n{table([e for e in entries if e['visit'] == 'first_pass'])}")
     return 0
