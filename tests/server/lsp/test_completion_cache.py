@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from lsprotocol import types
+from pytest_lsp import LanguageClient
 
 from tests.server.lsp.conftest import (
     MODEL_OPTIONS,
@@ -25,6 +26,11 @@ pytestmark = [pytest.mark.model, pytest.mark.asyncio]
 
 TEXT = "def mean(xs):\n    total = sum(xs)\n    return \n"
 LINE, COL = 2, len("    return ")
+
+# A file long enough that its full prompt takes far longer than the small first prompt.
+_HELPER = "def helper_{0}(values):\n    return [v * {0} for v in values]\n\n\n"
+COLD_TEXT = "".join(_HELPER.format(i) for i in range(40)) + TEXT
+COLD_OPTIONS = {**MODEL_OPTIONS, "firstSuggestionMs": 200}
 
 
 async def _complete_once(
@@ -66,32 +72,29 @@ async def test_a_cold_places_small_prompt_answer_is_not_kept_for_that_place(tmp_
     used to outlive the cold prompt — so asking again at that place runs the model, on the full
     prompt once that is warm."""
     home, workspace = tmp_path / "home", tmp_path / "ws"
-    helpers = "".join(
-        f"def helper_{i}(values):\n    return [v * {i} for v in values]\n\n\n" for i in range(40)
-    )
-    text = helpers + TEXT
-    cold = {**MODEL_OPTIONS, "firstSuggestionMs": 200}  # far less than the full prompt takes here
-    _, st = await _complete_once(home, workspace, text, cold)
+    _, st = await _complete_once(home, workspace, COLD_TEXT, COLD_OPTIONS)
     assert st["model"]["small_first_prompts"] >= 1, st["model"]  # type: ignore[index]
     assert st["last"]["engine"]["stop_reason"] != "cached"  # type: ignore[index]
-    _, st = await _complete_once(home, workspace, text, cold)
+    _, st = await _complete_once(home, workspace, COLD_TEXT, COLD_OPTIONS)
     assert st["last"]["engine"]["stop_reason"] != "cached", st["last"]  # type: ignore[index]
     assert st["requests"]["cache_hits"] == 0  # type: ignore[index]
+
+
+async def _open_cold(client: LanguageClient, tmp_path: Path) -> tuple[str, int]:
+    """Wait for the model, open ``COLD_TEXT``: the document's URI and the line of its cursor."""
+    assert (await wait_model(client))["model"]["state"] == "ready"
+    uri = (tmp_path / "ws" / "stats.py").as_uri()
+    open_doc(client, uri, COLD_TEXT)
+    return uri, COLD_TEXT.count("\n", 0, COLD_TEXT.index("    return \n"))
 
 
 async def test_an_invoked_request_at_a_cold_place_is_answered_from_the_full_prompt(tmp_path: Path) -> None:
     """Automatic at a cold place: the small first prompt. Invoked there (the user asked): the full
     prompt. (The deadlines' part is the suggester's unit test; here both are generous, as a shared
     CI machine can be slow.)"""
-    helper = "def helper_{0}(values):\n    return [v * {0} for v in values]\n\n\n"
-    text = "".join(helper.format(i) for i in range(40)) + TEXT
-    options = {**MODEL_OPTIONS, "firstSuggestionMs": 200}
-    client = await start(["-m", model_path()], env(tmp_path / "home"), options=options)
+    client = await start(["-m", model_path()], env(tmp_path / "home"), options=COLD_OPTIONS)
     try:
-        assert (await wait_model(client))["model"]["state"] == "ready"
-        uri = (tmp_path / "ws" / "stats.py").as_uri()
-        open_doc(client, uri, text)
-        line = text.count("\n", 0, text.index("    return \n"))
+        uri, line = await _open_cold(client, tmp_path)
         auto = inline_params(uri, line, COL, invoked=False)
         await client.text_document_inline_completion_async(auto)
         st = await status(client)
@@ -111,22 +114,16 @@ async def test_an_invoked_request_past_its_deadline_shows_what_the_small_prompt_
 ) -> None:
     """Invoked at a cold place with a deadline no full prompt can meet: the answer the automatic
     request got there from the small prompt, not an empty one."""
-    helper = "def helper_{0}(values):\n    return [v * {0} for v in values]\n\n\n"
-    text = "".join(helper.format(i) for i in range(40)) + TEXT
-    options = {**MODEL_OPTIONS, "firstSuggestionMs": 200}
-    client = await start(["-m", model_path()], env(tmp_path / "home"), options=options)
+    client = await start(["-m", model_path()], env(tmp_path / "home"), options=COLD_OPTIONS)
     try:
-        assert (await wait_model(client))["model"]["state"] == "ready"
-        uri = (tmp_path / "ws" / "stats.py").as_uri()
-        open_doc(client, uri, text)
-        line = text.count("\n", 0, text.index("    return \n"))
+        uri, line = await _open_cold(client, tmp_path)
         auto = insert_texts(
             await client.text_document_inline_completion_async(inline_params(uri, line, COL, invoked=False))
         )
         assert auto and auto[0].strip(), (await status(client))["last"]
         client.workspace_did_change_configuration(
             types.DidChangeConfigurationParams(
-                settings={"fimble": {**options, "deadlineMs": 50, "invokedDeadlineMs": 50}}
+                settings={"fimble": {**COLD_OPTIONS, "deadlineMs": 50, "invokedDeadlineMs": 50}}
             )
         )
         for _ in range(250):  # a notification has no reply: wait until the status shows it
@@ -134,9 +131,8 @@ async def test_an_invoked_request_past_its_deadline_shows_what_the_small_prompt_
                 break
             await asyncio.sleep(0.02)
         asked = await client.text_document_inline_completion_async(inline_params(uri, line, COL))
-        invoked = insert_texts(asked)
         st = await status(client)
         assert st["last"]["outcome"] == "deadline_provisional", st["last"]  # type: ignore[index]
-        assert invoked == auto
+        assert insert_texts(asked) == auto
     finally:
         await stop(client)
