@@ -119,14 +119,15 @@ class Adoption(CompleterParts):
                     continue
                 rerun.future.add_done_callback(lambda f, j=job: _transfer(f, j))
 
-    def reading_prompt(self, job: Job[Any]) -> bool:
-        """Whether the generation answering ``job`` is running and still reading its prompt (it has
-        produced nothing yet). A request past its deadline waits on for such a one when its prompt
-        is bounded (see ``fimble.server.suggest``): giving up would show nothing at a cold place."""
+    def nothing_to_show(self, job: Job[Any]) -> bool:
+        """Whether the generation answering ``job`` runs and has nothing to show yet: it is still
+        reading its prompt, or its first line is unfinished. A request past its deadline waits on
+        for such a one (see ``fimble.server.suggest``): cut now, it would show nothing, and at a
+        cold place the first prompt takes most of the deadline before the first token."""
         with self._lock:
             for flight in self._flights.values():
                 if any(t is job.cancel for t in flight.waiters):
-                    return flight.running and not flight.finished and not flight.produced
+                    return flight.running and not flight.finished and not whole_lines(flight.produced)
         return False
 
     def detach(self, job: Job[Any]) -> bool:

@@ -122,9 +122,10 @@ class Suggester:
         if query.invoked:  # the user asked: wait for the full prompt, never less than automatically
             wait_ms = max(wait_ms, settings.invoked_deadline_ms)
         deadline = received + wait_ms / 1000
-        # Past its deadline an automatic request still waits while its prompt is being read, up to
-        # the invoked deadline: that prompt is bounded (a cold place's first prompt,
-        # ``firstPromptTokens``) and its answer is the one worth showing, where giving up shows nothing.
+        # Past its deadline an automatic request still waits while it has nothing to show (its prompt
+        # is being read, or its first line is unfinished), up to the invoked deadline: that prompt is
+        # bounded (a cold place's first prompt, ``firstPromptTokens``) and its answer is the one worth
+        # showing, where giving up shows nothing.
         prompt_wait = received + max(wait_ms, settings.invoked_deadline_ms) / 1000
         text, offset = query.text, query.offset
         request = _request(query, settings)
@@ -177,8 +178,9 @@ class Suggester:
     async def _await(
         self, job: Job[CompletionResult], deadline: float, prompt_wait: float, timeline: dict[str, Any]
     ) -> CompletionResult | None:
-        """Wait for ``job`` until ``deadline`` (until ``prompt_wait`` while the model is still
-        reading its prompt); then stop it and take what it has.
+        """Wait for ``job`` until ``deadline`` (until ``prompt_wait`` while it has nothing to show:
+        the model is still reading its prompt, or its first line is unfinished); then stop it and
+        take what it has.
 
         A loop future mirrors the job's future (not ``asyncio.wrap_future``, whose cancellation
         would cancel the concurrent future behind the worker's back).
@@ -204,9 +206,9 @@ class Suggester:
             try:
                 return await asyncio.wait_for(asyncio.shield(mirror), max(0.0, deadline - time.monotonic()))
             except TimeoutError:
-                reading = getattr(self.completer, "reading_prompt", None)
-                if reading is not None and reading(job) and time.monotonic() < prompt_wait:
-                    timeline["waited_for_prompt"] = True
+                pending = getattr(self.completer, "nothing_to_show", None)
+                if pending is not None and pending(job) and time.monotonic() < prompt_wait:
+                    timeline["waited_past_deadline"] = True
                     with contextlib.suppress(TimeoutError):
                         return await asyncio.wait_for(
                             asyncio.shield(mirror), max(0.0, prompt_wait - time.monotonic())

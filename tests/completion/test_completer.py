@@ -328,6 +328,26 @@ def test_a_caller_may_stop_waiting_while_the_prompt_is_read_without_aborting_it(
     completer.close()
 
 
+def test_nothing_to_show_until_the_first_line_is_finished() -> None:
+    """What a request past its deadline waits for: while the prompt is read and while the first
+    line is unfinished, cutting the generation would show nothing."""
+    engine = StreamingEngine("ab\ncd\n")
+    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    job = completer.submit(request("xs."), key="doc")
+    _wait(lambda: "doc" in completer._flights and completer._flights["doc"].running)
+    assert completer.nothing_to_show(job)  # the prompt is being read
+    engine.step.release(2)
+    _wait(lambda: completer._flights["doc"].produced == "ab")
+    assert completer.nothing_to_show(job)  # a first line under way, unfinished
+    engine.step.release(2)
+    _wait(lambda: completer._flights["doc"].produced == "ab\nc")
+    assert not completer.nothing_to_show(job)  # a whole line to show
+    engine.step.release(100)
+    job.future.result(5)
+    assert not completer.nothing_to_show(job)  # landed
+    completer.close()
+
+
 def test_a_request_in_another_document_stops_a_prompt_read_on_for_nobody() -> None:
     """A caller that gave up at its deadline let its prompt be read on, for the next keystroke in
     that document; a request for another document means the user moved on: it is not kept

@@ -232,14 +232,14 @@ async def test_an_invoked_request_past_its_deadline_shows_the_small_prompts_answ
 
 
 class ReadingCompleter(StubCompleter):
-    """A completer whose model is still reading each job's prompt (``reading_prompt``) until the
-    test answers the job; past the wait, ``detach`` lets the reading go on for the next keystroke."""
+    """A completer whose model has nothing to show for each job (``nothing_to_show``: its prompt is
+    being read) until the test answers the job; past the wait, ``detach`` lets the reading go on."""
 
     def __init__(self) -> None:
         super().__init__()
         self.detached: list[Job[Any]] = []
 
-    def reading_prompt(self, job: Job[Any]) -> bool:
+    def nothing_to_show(self, job: Job[Any]) -> bool:
         return not job.future.done()
 
     def detach(self, job: Job[Any]) -> bool:
@@ -253,7 +253,7 @@ async def test_a_request_waits_past_its_deadline_while_its_prompt_is_read() -> N
     stub = ReadingCompleter()
     s = _suggester(stub)
     auto = asyncio.ensure_future(s.suggest(Query("a", "x = ", 4), Settings(deadline_ms=20)))
-    await _until(lambda: s.last.get("waited_for_prompt"))  # past the 20 ms deadline, still waiting
+    await _until(lambda: s.last.get("waited_past_deadline"))  # past the 20 ms deadline, still waiting
     assert not auto.done() and not stub.detached
     stub.jobs[0][1].future.set_result(_result("1"))
     assert (await auto).text == "1"  # type: ignore[union-attr]
