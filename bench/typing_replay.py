@@ -197,13 +197,24 @@ class Session:
         await self.client.stop()
 
 
-async def _keystroke(s: Session, uri: str, line: int, col: int, label: str) -> dict[str, Any]:
+def _first_text(result: Any) -> str:
+    items = result.items if result is not None else []
+    if not items:
+        return ""
+    text = items[0].insert_text
+    return text if isinstance(text, str) else getattr(text, "value", "")
+
+
+async def _keystroke(s: Session, uri: str, line: int, col: int, label: str, rest: str) -> dict[str, Any]:
+    """One request at the cursor; ``rest`` is what the user goes on to type on that line, so the
+    suggestion was right when its first line is exactly that (the issue's "rest of the line")."""
     t = time.perf_counter()
     result = await s.request(uri, line, col)
     ms = (time.perf_counter() - t) * 1000
     last = (await s.status())["last"]
     engine = last.get("engine") or {}
     items = result.items if result is not None else []
+    text = _first_text(result)
     return {
         "label": label,
         "ms": round(ms, 1),
@@ -213,6 +224,7 @@ async def _keystroke(s: Session, uri: str, line: int, col: int, label: str) -> d
         else engine.get("stop_reason", "none"),
         "evaluated": engine.get("tokens_evaluated", 0),
         "shown": bool(items),
+        "rest_exact": bool(rest.strip()) and text.split("\n", 1)[0].rstrip() == rest.rstrip(),
     }
 
 
@@ -240,26 +252,27 @@ async def _type_line(
         cols = range(indent, min(len(line), indent + limit))
     out: list[dict[str, Any]] = []
     if pace_ms <= 0:
-        out.append(await _keystroke(s, uri, index, indent, label))
+        out.append(await _keystroke(s, uri, index, indent, label, line[indent:]))
         for col in cols:
             s.type_char(uri, index, col, line[col])
-            out.append(await _keystroke(s, uri, index, col + 1, "typed"))
+            out.append(await _keystroke(s, uri, index, col + 1, "typed", line[col + 1 :]))
         return out
     # Paced: a keystroke every pace_ms; an unanswered older request is cancelled by the client.
-    pending: list[tuple[float, asyncio.Future[Any], str]] = []
+    pending: list[tuple[float, asyncio.Future[Any], str, int]] = []
     positions = [indent, *[c + 1 for c in cols]]
     for n, col in enumerate(positions):
         if n:
             s.type_char(uri, index, col - 1, line[col - 1])
-        for _t, fut, _l in pending:
+        for _t, fut, _l, _c in pending:
             if not fut.done():
                 fut.cancel()
-        pending.append((time.perf_counter(), s.request(uri, index, col), label if n == 0 else "typed"))
+        pending.append((time.perf_counter(), s.request(uri, index, col), label if n == 0 else "typed", col))
         await asyncio.sleep(pace_ms / 1000)
-    for started, fut, lab in pending:
+    for started, fut, lab, col in pending:
         try:
             result = await fut
             ms = (time.perf_counter() - started) * 1000
+            rest = line[col:]
             out.append(
                 {
                     "label": lab,
@@ -267,10 +280,21 @@ async def _type_line(
                     "how": "answered",
                     "evaluated": None,
                     "shown": bool(result and result.items),
+                    "rest_exact": bool(rest.strip())
+                    and _first_text(result).split("\n", 1)[0].rstrip() == rest.rstrip(),
                 }
             )
         except (asyncio.CancelledError, Exception):
-            out.append({"label": lab, "ms": None, "how": "cancelled", "evaluated": None, "shown": False})
+            out.append(
+                {
+                    "label": lab,
+                    "ms": None,
+                    "how": "cancelled",
+                    "evaluated": None,
+                    "shown": False,
+                    "rest_exact": False,
+                }
+            )
     return out
 
 
@@ -323,6 +347,8 @@ def _summary(keys: list[dict[str, Any]]) -> dict[str, Any]:
         "cache_hit_rate": round(hows["cached"] / n, 3),
         "adopted_rate": round(hows["adopted"] / n, 3),
         "without_model_rate": round(sum(hows[h] for h in MODEL_STOPS_WITHOUT_MODEL) / n, 3),
+        # The suggestion's first line was exactly the rest of the line being typed.
+        "rest_of_line_exact_rate": round(sum(1 for k in typed if k.get("rest_exact")) / n, 3),
         "answered_by": dict(hows),
     }
 
