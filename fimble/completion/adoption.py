@@ -119,6 +119,16 @@ class Adoption(CompleterParts):
                     continue
                 rerun.future.add_done_callback(lambda f, j=job: _transfer(f, j))
 
+    def reading_prompt(self, job: Job[Any]) -> bool:
+        """Whether the generation answering ``job`` is running and still reading its prompt (it has
+        produced nothing yet). A request past its deadline waits on for such a one when its prompt
+        is bounded (see ``fimble.server.suggest``): giving up would show nothing at a cold place."""
+        with self._lock:
+            for flight in self._flights.values():
+                if any(t is job.cancel for t in flight.waiters):
+                    return flight.running and not flight.finished and not flight.produced
+        return False
+
     def detach(self, job: Job[Any]) -> bool:
         """The caller of ``job`` stops waiting (its deadline passed). Returns True when it should
         return nothing at once: the model is still reading the prompt, and that reading runs on

@@ -54,7 +54,7 @@ def explanation(result: CompletionResult) -> dict[str, Any]:
         **generation_stats(gen),
         "multiline": result.multiline,
         "shape": result.shape,
-        # From a small first prompt (a cold place, no repository context): shown, not cached.
+        # From a first prompt (a cold place: the full prompt's layout, smaller): shown, not cached.
         "provisional": result.provisional,
         "chars": len(result.text),
         "lines": explanation_lines(result),
@@ -71,5 +71,5 @@ def explanation_lines(result: CompletionResult) -> list[str]:
     shape = "multi-line" if result.multiline else "single line"
     lines.append(f"shape: {shape} ({result.shape})" if result.shape else f"shape: {shape}")
     if result.provisional:
-        lines.append("small first prompt: a cold place; the full prompt answers once it is warm")
+        lines.append("first prompt: a cold place, a smaller prompt; the full prompt answers once it is warm")
     return lines

@@ -49,7 +49,7 @@ class CompletionRequest:
     prefix_budget: int = PREFIX_TOKENS
     suffix_budget: int = SUFFIX_TOKENS
     context_budget: int = CONTEXT_TOKENS  # other files' snippets
-    full_prompt: bool = False  # never a small first prompt, however cold (the user asked: they wait)
+    full_prompt: bool = False  # never a smaller first prompt, however cold (the user asked: they wait)
 
     @property
     def prefix(self) -> str:
@@ -75,8 +75,8 @@ class CompletionResult:
     generation: Generation
     parts: tuple[PartSummary, ...]
     shape: str = ""  # why one line or a block: the syntax at the cursor, or the multiline setting
-    # Answered from a small first prompt (a cold place: no repository context, a short window): shown,
-    # but not the answer at this place for later requests, which the full prompt gives once warm.
+    # Answered from a first prompt (a cold place: the full prompt's layout with smaller budgets):
+    # shown, but not the answer at this place for later requests, which the full prompt gives once warm.
     provisional: bool = False
 
     @property
@@ -101,7 +101,7 @@ class Plan:
     syntax: CursorSyntax
     stop: StopContext
     choices: ImportChoices | None
-    small: bool  # a small first prompt (a cold place): its answer is provisional
+    small: bool  # a first prompt at a cold place (smaller than the full one): its answer is provisional
 
     @property
     def digest(self) -> bytes:
@@ -110,8 +110,8 @@ class Plan:
 
 
 def plan(engine: Engine, request: CompletionRequest) -> Plan:
-    """Build the prompt ``request`` is answered from (the warmer may pick a small one where the KV
-    cache is cold); on the engine's owning thread."""
+    """Build the prompt ``request`` is answered from (the warmer may pick a smaller first prompt
+    where the KV cache is cold); on the engine's owning thread."""
     prefix, suffix = request.prefix, request.suffix
     choices, files = split_choices(request.context_files)
     syntax = analyze(prefix, suffix, resolve_language(request.language, request.path), request.multiline)
@@ -131,20 +131,21 @@ def plan(engine: Engine, request: CompletionRequest) -> Plan:
         prompt = warmer.choose(
             engine,
             prompt,
-            lambda prefix_budget, suffix_budget, context, start=None: build_prompt(
+            lambda prefix_budget, suffix_budget, context_budget, start=None: build_prompt(
                 engine.tokenize,
                 engine.fim,
                 prefix,
                 suffix,
                 path=request.path,
-                files=files if context else (),
+                files=files if context_budget > 0 else (),
                 prefix_budget=prefix_budget,
                 suffix_budget=suffix_budget,
-                context_budget=request.context_budget,
+                context_budget=context_budget,
                 prefix_start=start,
             ),
             prefix_budget=request.prefix_budget,
             suffix_budget=request.suffix_budget,
+            context_budget=request.context_budget,
             key=request.path,
             small_ok=not request.full_prompt,
         )

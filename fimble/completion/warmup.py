@@ -1,22 +1,27 @@
-"""A fast first suggestion in a cold region, the full prompt evaluated while the user is idle.
+"""A good first suggestion in a cold region, the full prompt evaluated while the user is idle.
 
-A full prompt (~1,600 tokens) costs ~17 s to evaluate on a 2-core CPU the first time the cursor lands
-in a region the KV cache does not hold. So when a request would evaluate more than the latency target
-allows, the ``Warmer`` answers it from a small prompt (the lines just above and below the cursor, no
-repository context) sized from measured speeds, and remembers the full prompt. When the engine worker
-has nothing to do it evaluates that prompt with no generation (llama.vim's ``n_predict: 0`` warm-up),
-in steps of ``_STEP`` tokens so that a keystroke stops it within one step; progress is saved to the
-KV state store before the keystroke's small prompt overwrites the cache, and read back when warming
-resumes. Once warm, requests use the full prompt again, at a few tokens each.
+A full prompt (~1,000 tokens) costs ~9 s to evaluate on a 2-core CPU the first time the cursor lands
+in a region the KV cache does not hold. So when a request would evaluate more than the first prompt's
+budget, the ``Warmer`` answers it from a first prompt: the full prompt's layout (repository context,
+lines above and below the cursor) with every budget scaled down to at least ``first_tokens`` tokens,
+more where the measured speed reads more within ``first_ms``, and remembers the full prompt. The
+floor is there for quality: a prompt sized to a latency target alone was ~60-120 tokens on 2 cores,
+no context, and its answers were right at 9% of cold line starts (beside 44% for llama-server reading
+its whole window). On 160 lines of three projects (``bench/results/first_prompt.json``) 160 tokens
+matched 39%, 310-450 tokens 45%, the full ~890 tokens 54%: 384 is the knee. When the engine worker
+has nothing to do it evaluates the full prompt with no generation (llama.vim's ``n_predict: 0``
+warm-up), in steps of ``_STEP`` tokens so that a keystroke stops it within one step; progress is
+saved to the KV state store before the keystroke's first prompt overwrites the cache, and read back
+when warming resumes. Once warm, requests use the full prompt again, at a few tokens each.
 
 Idle time is also when the stable head of the last full prompt (context + file prefix) is saved to
 the store, so that coming back to the file, or restarting the server, reads it back.
 
-A small prompt's head (path and the lines above the cursor) is kept too: saved when the engine leaves
-it, for the warm-up or another file, and its start line is remembered per file (beside the states on
-disk, ``starts.py``, so also after a restart). Back in the file a few lines further down, the small
-prompt starts at that line again, so the saved head is read back and only the new lines, the suffix
-and the middle are evaluated, not the whole small prompt.
+A first prompt's head (context, path and the lines above the cursor) is kept too: saved when the
+engine leaves it, for the warm-up or another file, and its start line is remembered per file (beside
+the states on disk, ``starts.py``, so also after a restart). Back in the file a few lines further
+down, the first prompt starts at that line again, so the saved head is read back and only the new
+lines, the suffix and the middle are evaluated, not the whole first prompt.
 """
 
 from __future__ import annotations
@@ -44,7 +49,6 @@ log = logging.getLogger(__name__)
 _STEP = 128  # tokens evaluated per warm-up step: a keystroke waits at most about this long (~1.3 s)
 _MEASURE_TOKENS = 96  # prompt tokens of the start-up speed measurement
 _SAVE_SLACK = 64  # a head differing from a saved one in fewer trailing tokens is not saved again
-_SMALL_SUFFIX = 32  # suffix tokens of a small first prompt
 _SMALL_GAIN = 64  # a small prompt must spare at least this many evaluations over the full one
 _SMALL_SLACK = 16  # a small head differing from a saved one in fewer trailing tokens is not saved again
 _FACTORS = (1.0, 1.15, 1.3, 0.85, 0.7)  # prefix budgets tried for a cold full prompt (see ``choose``)
@@ -52,13 +56,15 @@ _FACTORS = (1.0, 1.15, 1.3, 0.85, 0.7)  # prefix budgets tried for a cold full p
 
 @dataclass(frozen=True)
 class WarmupConfig:
-    """``first_ms``: latency target for a suggestion in a cold region (0: always the full prompt).
-    ``kv_state_mb``: bound of the KV state store on disk (0: states are not kept)."""
+    """``first_ms``: latency target for a suggestion in a cold region (0: always the full prompt);
+    ``first_tokens``: the least a cold region's first prompt evaluates, however slow the machine
+    (a full prompt costing no more is used as it is); ``kv_state_mb``: bound of the KV state store
+    on disk (0: states are not kept)."""
 
     first_ms: int = 1600
+    first_tokens: int = 384
     kv_state_mb: int = 1024
     expected_tokens: int = 16  # generated tokens a first suggestion is planned for
-    min_first_tokens: int = 128  # a full prompt costing no more is always used (suffix + a few lines)
 
 
 _config = WarmupConfig()
@@ -94,12 +100,24 @@ def _head_len(prompt: FimPrompt) -> int:
 
 
 class Rebuild(Protocol):
-    """The request's prompt with other budgets, with or without repository context, and with its
-    prefix starting at a given file line when those lines fit (``build_prompt``'s ``prefix_start``)."""
+    """The request's prompt with other budgets (``context_budget`` 0: no repository context), and
+    with its prefix starting at a given file line when those lines fit (``build_prompt``'s
+    ``prefix_start``)."""
 
     def __call__(
-        self, prefix_budget: int, suffix_budget: int, context: bool, start: int | None = None, /
+        self, prefix_budget: int, suffix_budget: int, context_budget: int, start: int | None = None, /
     ) -> FimPrompt: ...
+
+
+def first_budgets(total: int, prefix: int, suffix: int, context: int) -> tuple[int, int, int]:
+    """Prefix, suffix and context budgets of a first prompt of about ``total`` tokens, shared as
+    the full prompt's budgets share theirs (its layout, smaller): a cold answer keeps the
+    repository context and the lines below the cursor that the full prompt would show first."""
+    whole = prefix + suffix + context
+    if whole <= total or whole <= 0:
+        return prefix, suffix, context
+    scale = total / whole
+    return max(16, int(prefix * scale)), int(suffix * scale), int(context * scale)
 
 
 class Warmer:
@@ -129,11 +147,13 @@ class Warmer:
         *,
         prefix_budget: int = 0,
         suffix_budget: int = 0,
+        context_budget: int = 0,
         key: str | None = None,
         small_ok: bool = True,
     ) -> FimPrompt:
-        """``full`` when the cache (or a saved state) makes it cheap enough, else a small prompt
-        fitting the latency target, with ``full`` left to warm up when the user is idle.
+        """``full`` when the cache (or a saved state) makes it cheap enough, else a first prompt of
+        ``first_tokens`` or more (``first_budgets``; more when the measured speed reads more within
+        ``first_ms``), with ``full`` left to warm up when the user is idle.
         ``small_ok=False`` (an invoked request) always gives ``full``, aligned with what is held.
 
         The prefix of a full prompt starts at a line that moves in steps of 16 as the cursor moves,
@@ -148,12 +168,12 @@ class Warmer:
             self._target = None
             self._head, self._head_start = full.tokens[: _head_len(full)], full.stable_len
             return full
-        budget = max(48, self.speed.prompt_budget(config.first_ms, config.expected_tokens))
-        threshold = max(budget, config.min_first_tokens)
+        budget = max(config.first_tokens, self.speed.prompt_budget(config.first_ms, config.expected_tokens))
+        threshold = budget
         cost = engine.evaluation_cost(full.tokens, full.stable_len)
         if cost > threshold and prefix_budget > 0:
             full, cost = self._aligned(
-                engine, full, cost, rebuild, prefix_budget, suffix_budget, key, threshold
+                engine, full, cost, rebuild, prefix_budget, suffix_budget, context_budget, key, threshold
             )
         tokens = full.tokens
         head = _head_len(full)
@@ -162,10 +182,8 @@ class Warmer:
             self._target = None
             self._leave_small(engine, full)
             return full
-        suffix = min(_SMALL_SUFFIX, max(0, budget // 3))
-        small, small_cost = self._small_prompt(
-            engine, rebuild, max(16, budget - suffix - 3), suffix, prefix_budget, key
-        )
+        budgets = first_budgets(budget, prefix_budget or PREFIX_TOKENS, suffix_budget, context_budget)
+        small, small_cost = self._small_prompt(engine, rebuild, budgets, prefix_budget, key)
         if small_cost + _SMALL_GAIN >= cost:
             self._target = None  # nearly warm (a few new lines): the small prompt would spare little
             self._leave_small(engine, full)
@@ -183,25 +201,26 @@ class Warmer:
         self,
         engine: Engine,
         rebuild: Rebuild,
-        budget: int,
-        suffix: int,
+        budgets: tuple[int, int, int],
         prefix_budget: int,
         key: str | None,
     ) -> tuple[FimPrompt, int]:
-        """The small prompt sized to ``budget``, or the one starting where the file's last small
-        prompt did, when that costs less (its head is in the cache or the store); and its cost.
+        """The first prompt with ``budgets`` (prefix, suffix, context), or the one starting where the
+        file's last first prompt did, when that costs less (its head is in the cache or the store);
+        and its cost.
 
         A few lines above the cursor make anchor steps of one line (``fim._keep_tail_lines``), so a
         small prompt on the next line shares no token prefix with the last one: starting at the
         same line instead, the prompt is longer, but its head is read back rather than evaluated.
         """
-        small = rebuild(budget, suffix, False)
+        budget, suffix, context = budgets
+        small = rebuild(budget, suffix, context)
         cost = engine.evaluation_cost(small.tokens, small.stable_len)
         self._starts.attach(getattr(engine.store, "root", None) if _keeps_states(engine) else None)
         start = self._starts.get(key) if key is not None else None
         if start is None or start == small.prefix_line:
             return small, cost
-        kept = rebuild(max(budget, prefix_budget or PREFIX_TOKENS), suffix, False, start)
+        kept = rebuild(max(budget, prefix_budget or PREFIX_TOKENS), suffix, context, start)
         if kept.prefix_line != start:  # the lines from there no longer fit
             return small, cost
         kept_cost = engine.evaluation_cost(kept.tokens, kept.stable_len)
@@ -237,6 +256,7 @@ class Warmer:
         rebuild: Rebuild,
         prefix_budget: int,
         suffix_budget: int,
+        context_budget: int,
         key: str | None,
         threshold: int,
     ) -> tuple[FimPrompt, int]:
@@ -249,7 +269,7 @@ class Warmer:
         for factor in order:
             if factor == 1.0:
                 continue
-            alt = rebuild(int(prefix_budget * factor), suffix_budget, True)
+            alt = rebuild(int(prefix_budget * factor), suffix_budget, context_budget)
             alt_cost = engine.evaluation_cost(alt.tokens, alt.stable_len)
             if len(alt) - alt_cost >= best_reused + _SMALL_GAIN:
                 best, best_cost, best_factor, best_reused = alt, alt_cost, factor, len(alt) - alt_cost

@@ -4,11 +4,11 @@ Clients send settings in ``initializationOptions`` and ``workspace/didChangeConf
 ``workspace/configuration``), either bare or under a ``"fimble"`` key, with camelCase names::
 
     {"model": "qwen2.5-coder-1.5b", "threads": 0, "maxTokens": 64, "multiline": "auto",
-     "debounceMs": 0, "deadlineMs": 4000, "invokedDeadlineMs": 20000, "prefixTokens": 768,
+     "debounceMs": 0, "deadlineMs": 4000, "invokedDeadlineMs": 60000, "prefixTokens": 768,
      "suffixTokens": 128, "contextTokens": 256,
      "languages": {"markdown": false, "*": true}, "index": {"exclude": ["**/vendor/**"]},
      "enable": true, "completionFallback": "auto", "acceptanceLog": true,
-     "firstSuggestionMs": 1600, "kvStateMb": 1024, "speculative": true}
+     "firstSuggestionMs": 1600, "firstPromptTokens": 384, "kvStateMb": 1024, "speculative": true}
 
 Each field is validated on its own: a bad value yields one problem naming the setting (shown to the
 user) and the field keeps its previous value, so the rest of the settings still apply.
@@ -38,9 +38,10 @@ class Settings:
     multiline: str = "auto"  # auto | always | never
     debounce_ms: int = 0  # server-side debounce of automatic requests; 0 when the client debounces
     deadline_ms: int = 4000  # per request, from arrival; a late request returns its whole lines
-    # An invoked request (the user asked) is answered from the full prompt, cold or not, and may wait
-    # this long for it; automatic ones take the small first prompt where the cache is cold.
-    invoked_deadline_ms: int = 20_000
+    # An invoked request (the user asked) is answered from the full prompt, cold or not, within this
+    # (~1,100 tokens: 9 s at 120 prompt tokens/s, 25 s at 45); an automatic one takes a smaller first
+    # prompt where the cache is cold and waits for it to be read up to this long too.
+    invoked_deadline_ms: int = 60_000
     prefix_tokens: int = PREFIX_TOKENS  # context budget before the cursor
     suffix_tokens: int = SUFFIX_TOKENS  # and after it (evaluated again on every keystroke)
     context_tokens: int = CONTEXT_TOKENS  # other files' snippets (repository context)
@@ -48,7 +49,8 @@ class Settings:
     index_exclude: tuple[str, ...] = ()  # extra glob patterns the indexer skips
     completion_fallback: str = "auto"  # textDocument/completion: auto (no inline support) | always | never
     acceptance_log: bool = True  # shown/accepted events to a local JSONL file; nothing leaves the machine
-    first_suggestion_ms: int = 1600  # target in a cold region: a small prompt first, the full one warmed up
+    first_suggestion_ms: int = 1600  # target in a cold region: a first prompt, the full one warmed up
+    first_prompt_tokens: int = 384  # the least a cold region's first prompt reads (its answer's quality)
     kv_state_mb: int = 1024  # saved KV states on disk (files switched back to, restarts); 0: none
     speculative: bool = True  # prompt-lookup drafts checked in batches: faster generation, same output
 
@@ -154,6 +156,7 @@ _FIELDS: dict[tuple[str, ...], tuple[str, Callable[[object], Any]]] = {
     ("completionFallback",): ("completion_fallback", _choice("auto", "always", "never")),
     ("acceptanceLog",): ("acceptance_log", _bool),
     ("firstSuggestionMs",): ("first_suggestion_ms", _int_range(0, 60_000)),
+    ("firstPromptTokens",): ("first_prompt_tokens", _int_range(16, 8192)),
     ("kvStateMb",): ("kv_state_mb", _int_range(0, 1 << 20)),
     ("speculative",): ("speculative", _bool),
 }

@@ -68,18 +68,23 @@ SETTING_EFFECTS: dict[str, Text] = {
         "自动请求前服务器端的等待（客户端自己防抖时为 0）",
     ),
     "deadlineMs": _t(
-        "a request past its deadline returns the whole lines it has", "超过期限的请求返回已有的完整行"
+        "a request past its deadline returns the whole lines it has; one whose prompt is still being "
+        "read waits on for it (up to `invokedDeadlineMs`), since giving up would show nothing",
+        "超过期限的请求返回已有的完整行；提示仍在读入的请求继续等它（最多到 `invokedDeadlineMs`），"
+        "因为放弃就什么也显示不了",
     ),
     "invokedDeadlineMs": _t(
         'an invoked request (the user asked: VS Code\'s "Trigger Inline Suggestion", a key in Neovim) is '
         "answered from the full prompt, repository context included, however cold the place, and waits "
-        "up to this long (never less than `deadlineMs`); past it, it shows the small first prompt's answer "
-        "at that place if an automatic request got one, and the full prompt reads on; automatic requests "
-        "take the small first prompt where the cache is cold",
+        "up to this long (never less than `deadlineMs`; a cold full prompt of ~1,100 tokens takes 9 s at "
+        "120 prompt tokens/s, 25 s at 45); past it, it shows the first prompt's answer at that place if "
+        "an automatic request got one, and the full prompt reads on. Automatic requests take a first "
+        "prompt where the cache is cold (`firstPromptTokens`) and wait for it to be read up to this long",
         "主动触发的请求（用户要求的：VS Code 的 “Trigger Inline Suggestion”、Neovim 里的按键）无论位置多冷"
-        "都用完整提示（含仓库上下文）作答，最多等这么久（不少"
-        "于 `deadlineMs`）；超过期限时，若自动请求在该处已得到小提示的答案，就显示它，完整提示继续读入；"
-        "自动请求在缓存冷的地方先用小提示",
+        "都用完整提示（含仓库上下文）作答，最多等这么久（不少于 `deadlineMs`；约 1,100 token 的冷完整提示在"
+        "每秒 120 个提示 token 时需 9 s，每秒 45 个时需 25 s）；超过期限时，若自动请求在该处已得到首个提示的"
+        "答案，就显示它，完整提示继续读入。自动请求在缓存冷的地方用首个提示（`firstPromptTokens`），并最多等"
+        "这么久让它读完",
     ),
     "prefixTokens": _t("budget for the file before the cursor", "光标之前文件内容的 token 预算"),
     "suffixTokens": _t(
@@ -108,9 +113,19 @@ SETTING_EFFECTS: dict[str, Text] = {
         "把显示/接受事件写入 `$FIMBLE_HOME/acceptance.jsonl`（只有大小和时间，没有代码）",
     ),
     "firstSuggestionMs": _t(
-        "latency target where the KV cache is cold: a smaller first prompt, the full one warmed up while "
-        "idle; `0` always uses the full prompt",
-        "KV 缓存为冷时的延迟目标：先用较小的首个提示，完整提示在空闲时预热；`0` 表示始终使用完整提示",
+        "latency target where the KV cache is cold: a smaller first prompt (never under "
+        "`firstPromptTokens`), the full one warmed up while idle; `0` always uses the full prompt",
+        "KV 缓存为冷时的延迟目标：先用较小的首个提示（不少于 `firstPromptTokens`），完整提示在空闲时预热；"
+        "`0` 表示始终使用完整提示",
+    ),
+    "firstPromptTokens": _t(
+        "the least a cold place's first prompt reads: the full prompt's layout (repository context, "
+        "lines above and below) with its budgets scaled down to this many tokens, or more where the "
+        "measured speed reads more within `firstSuggestionMs`; smaller answers sooner and worse (see "
+        "[the first prompt](quality.md#the-first-prompt-at-a-cold-place))",
+        "冷位置首个提示至少读入的 token 数：与完整提示相同的布局（仓库上下文、光标上下的行），各项预算按比例"
+        "缩小到这么多 token；若实测速度在 `firstSuggestionMs` 内能读更多，则更多；更小则更快但更差（见"
+        "[冷位置的首个提示](quality.md#冷位置的首个提示)）",
     ),
     "kvStateMb": _t(
         "size bound of the KV states saved on disk (MiB); `0` keeps none",

@@ -124,6 +124,9 @@ class SharedCompleter:
     def detach(self, job: Job[Any]) -> bool:
         return self._current.detach(job)
 
+    def reading_prompt(self, job: Job[Any]) -> bool:
+        return self._current.reading_prompt(job)
+
     def provisional(self, request: CompletionRequest) -> Cached | None:
         return self._current.provisional(request)
 

@@ -10,6 +10,7 @@ to the engine as a cancel token. Everything here works on plain values; LSP type
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -127,6 +128,10 @@ class Suggester:
         if query.invoked:  # the user asked: wait for the full prompt, never less than automatically
             wait_ms = max(wait_ms, settings.invoked_deadline_ms)
         deadline = received + wait_ms / 1000
+        # Past its deadline an automatic request still waits while its prompt is being read, up to
+        # the invoked deadline: that prompt is bounded (a cold place's first prompt,
+        # ``firstPromptTokens``) and its answer is the one worth showing, where giving up shows nothing.
+        prompt_wait = received + max(wait_ms, settings.invoked_deadline_ms) / 1000
         text, offset = query.text, query.offset
         request = _request(query, settings)
         # Typing into the shown suggestion needs neither context nor model: answer before fetching.
@@ -143,7 +148,7 @@ class Suggester:
                 return None
             request = replace(request, context_files=context)
             job = self.completer.submit(request, key=query.key)
-        result = await self._await(job, deadline, timeline)
+        result = await self._await(job, deadline, prompt_wait, timeline)
         last = self.completer.last
         timeline["engine"] = generation_stats(result.generation) if result is not None else dict(last)
         if (
@@ -176,9 +181,10 @@ class Suggester:
         return self.completer.warm_at(request, query.key)
 
     async def _await(
-        self, job: Job[CompletionResult], deadline: float, timeline: dict[str, Any]
+        self, job: Job[CompletionResult], deadline: float, prompt_wait: float, timeline: dict[str, Any]
     ) -> CompletionResult | None:
-        """Wait for ``job`` until ``deadline``; then stop it and take what it has.
+        """Wait for ``job`` until ``deadline`` (until ``prompt_wait`` while the model is still
+        reading its prompt); then stop it and take what it has.
 
         A loop future mirrors the job's future (not ``asyncio.wrap_future``, whose cancellation
         would cancel the concurrent future behind the worker's back).
@@ -204,6 +210,13 @@ class Suggester:
             try:
                 return await asyncio.wait_for(asyncio.shield(mirror), max(0.0, deadline - time.monotonic()))
             except TimeoutError:
+                reading = getattr(self.completer, "reading_prompt", None)
+                if reading is not None and reading(job) and time.monotonic() < prompt_wait:
+                    timeline["waited_for_prompt"] = True
+                    with contextlib.suppress(TimeoutError):
+                        return await asyncio.wait_for(
+                            asyncio.shield(mirror), max(0.0, prompt_wait - time.monotonic())
+                        )
                 timeline["deadline_hit"] = True
                 detach = getattr(self.completer, "detach", None)
                 if detach is not None and detach(job):

@@ -92,21 +92,22 @@ def test_a_cheap_prompt_is_used_as_is() -> None:
     assert warmer.pending  # the head is saved when idle
 
 
-def test_a_cold_large_prompt_gets_a_small_one_and_warms_up_when_idle() -> None:
+def test_a_cold_large_prompt_gets_a_first_prompt_and_warms_up_when_idle() -> None:
+    """The first prompt is the full prompt's layout at ``first_tokens`` (384): every budget scaled
+    by the same factor, so it keeps repository context and the lines below the cursor."""
     engine, warmer = FakeEngine(), Warmer()
     full = _prompt(400, 1200, 64)
-    budgets: list[tuple[int, int]] = []
+    budgets: list[tuple[int, int, int]] = []
     small = _prompt(0, 60, 20, base=10_000)
 
-    def rebuild(prefix_budget: int, suffix_budget: int, context: bool) -> FimPrompt:
-        assert not context
-        budgets.append((prefix_budget, suffix_budget))
+    def rebuild(prefix_budget: int, suffix_budget: int, context_budget: int) -> FimPrompt:
+        budgets.append((prefix_budget, suffix_budget, context_budget))
         return small
 
-    assert warmer.choose(engine, full, rebuild) is small  # type: ignore[arg-type]
-    assert warmer.first_prompts == 1
-    ((prefix_budget, suffix_budget),) = budgets
-    assert suffix_budget <= 32 and prefix_budget + suffix_budget < 200
+    given = {"prefix_budget": 768, "suffix_budget": 128, "context_budget": 256}
+    chosen = warmer.choose(engine, full, rebuild, **given)  # type: ignore[arg-type]
+    assert chosen is small and warmer.first_prompts == 1
+    assert budgets[-1] == (256, 42, 85)  # a third of 768 / 128 / 256
     engine.cached = list(small.tokens)  # the small prompt was answered
     steps = 0
     while warmer.idle(engine, CancelToken()):  # type: ignore[arg-type]
@@ -153,8 +154,8 @@ def test_first_ms_zero_always_uses_the_full_prompt() -> None:
 
 def test_a_small_prompt_is_not_used_when_it_spares_little() -> None:
     engine, warmer = FakeEngine(), Warmer()
-    full = _prompt(0, 150, 40)  # cold, but barely over the budget
-    small = _prompt(0, 120, 30, base=10_000)  # cold too: would cost nearly as much
+    full = _prompt(0, 400, 40)  # cold, but barely over the first prompt's 384 tokens
+    small = _prompt(0, 360, 30, base=10_000)  # cold too: would cost nearly as much
     assert warmer.choose(engine, full, lambda p, s, c: small) is full  # type: ignore[arg-type]
     assert warmer.first_prompts == 0
 
@@ -166,29 +167,30 @@ def test_a_cold_prompt_takes_the_prefix_start_the_cache_holds() -> None:
     warmed = _prompt(400, 1200, 64)
     engine.cached = list(warmed.tokens)
     default = _prompt(400, 1100, 64, base=50_000)  # shares nothing: another start line
-    seen: list[tuple[int, bool]] = []
+    seen: list[tuple[int, int]] = []
 
-    def rebuild(prefix_budget: int, suffix_budget: int, context: bool) -> FimPrompt:
-        seen.append((prefix_budget, context))
+    def rebuild(prefix_budget: int, suffix_budget: int, context_budget: int) -> FimPrompt:
+        seen.append((prefix_budget, context_budget))
         return warmed if prefix_budget > 1536 else _prompt(0, 60, 20, base=90_000)
 
-    chosen = warmer.choose(engine, default, rebuild, prefix_budget=1536, suffix_budget=64, key="a.py")  # type: ignore[arg-type]
+    budgets = {"prefix_budget": 1536, "suffix_budget": 64, "context_budget": 256, "key": "a.py"}
+    chosen = warmer.choose(engine, default, rebuild, **budgets)  # type: ignore[arg-type]
     assert chosen is warmed and warmer.first_prompts == 0
-    assert seen[0] == (int(1536 * 1.15), True)
+    assert seen[0] == (int(1536 * 1.15), 256)  # the full prompt's budgets, context included
     # the factor that matched is tried first next time
     seen.clear()
-    warmer.choose(engine, default, rebuild, prefix_budget=1536, suffix_budget=64, key="a.py")  # type: ignore[arg-type]
-    assert seen[0] == (int(1536 * 1.15), True)
+    warmer.choose(engine, default, rebuild, **budgets)  # type: ignore[arg-type]
+    assert seen[0] == (int(1536 * 1.15), 256)
 
 
 def test_a_shorter_cold_prompt_is_not_taken_for_a_warm_one() -> None:
     engine, warmer = FakeEngine(), Warmer()
     full = _prompt(400, 1200, 64)
 
-    def rebuild(prefix_budget: int, suffix_budget: int, context: bool) -> FimPrompt:
-        return (
-            _prompt(400, prefix_budget // 2, 64, base=70_000) if context else _prompt(0, 60, 20, base=90_000)
-        )
+    def rebuild(prefix_budget: int, suffix_budget: int, context_budget: int) -> FimPrompt:
+        if prefix_budget > 600:  # the full prompt with another prefix budget (``_aligned``)
+            return _prompt(400, prefix_budget // 2, 64, base=70_000)
+        return _prompt(0, 60, 20, base=90_000)  # the first prompt
 
     warmer.choose(engine, full, rebuild, prefix_budget=1536, suffix_budget=64, key="b.py")  # type: ignore[arg-type]
     assert warmer.pending and warmer._target is not None
@@ -218,9 +220,9 @@ def test_the_next_line_starts_where_the_last_small_prompt_did_when_that_is_cheap
 
     def rebuild_at(cursor: int):  # type: ignore[no-untyped-def]
         def rebuild(
-            prefix_budget: int, suffix_budget: int, context: bool, start: int | None = None
+            prefix_budget: int, suffix_budget: int, context_budget: int, start: int | None = None
         ) -> FimPrompt:
-            if context:  # the full prompt with other budgets: as cold
+            if start is None and prefix_budget > 600:  # the full prompt with other budgets: as cold
                 return full
             asked.append(start)
             first = cursor - 60 if start is None else start

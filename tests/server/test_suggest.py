@@ -241,3 +241,36 @@ async def test_an_invoked_request_past_its_deadline_shows_the_small_prompts_answ
     assert await s.suggest(Query("b", "y = ", 4, invoked=True), settings) is None
     assert s.last["outcome"] == "deadline_prompt"
     assert await s.suggest(Query("c", "x = ", 4), settings) is None
+
+
+class ReadingCompleter(StubCompleter):
+    """A completer whose model is still reading each job's prompt (``reading_prompt``) until the
+    test answers the job; past the wait, ``detach`` lets the reading go on for the next keystroke."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.detached: list[Job[Any]] = []
+
+    def reading_prompt(self, job: Job[Any]) -> bool:
+        return not job.future.done()
+
+    def detach(self, job: Job[Any]) -> bool:
+        self.detached.append(job)
+        return True
+
+
+async def test_a_request_waits_past_its_deadline_while_its_prompt_is_read() -> None:
+    """A cold place's first prompt is bounded and its answer is the one worth showing: past the
+    deadline the request waits on while the prompt is read, up to ``invokedDeadlineMs``."""
+    stub = ReadingCompleter()
+    s = _suggester(stub)
+    auto = asyncio.ensure_future(s.suggest(Query("a", "x = ", 4), Settings(deadline_ms=20)))
+    await _until(lambda: s.last.get("waited_for_prompt"))  # past the 20 ms deadline, still waiting
+    assert not auto.done() and not stub.detached
+    stub.jobs[0][1].future.set_result(_result("1"))
+    assert (await auto).text == "1"  # type: ignore[union-attr]
+    assert not s.last.get("deadline_hit")
+    # A prompt still read at invokedDeadlineMs: the automatic request gives up (the reading goes on).
+    short = Settings(deadline_ms=20, invoked_deadline_ms=100)
+    assert await s.suggest(Query("b", "y = ", 4), short) is None
+    assert s.last["outcome"] == "deadline_prompt" and s.last["deadline_hit"] and stub.detached

@@ -24,6 +24,7 @@ export interface ServerSettings {
   suffixTokens?: number;
   contextTokens?: number;
   firstSuggestionMs?: number;
+  firstPromptTokens?: number;
   kvStateMb?: number;
   speculative?: boolean;
 }
@@ -41,6 +42,7 @@ const SCALARS = [
   'suffixTokens',
   'contextTokens',
   'firstSuggestionMs',
+  'firstPromptTokens',
   'kvStateMb',
   'speculative',
 ] as const;

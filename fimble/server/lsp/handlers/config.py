@@ -59,7 +59,13 @@ async def apply(ls: FimbleServer, raw: Raw, *, initial: bool = False) -> None:
     if initial or new.enable != old.enable:
         ls.enabled = new.enable
     ls.ctx.acceptance.enabled = new.acceptance_log
-    warmup.configure(warmup.WarmupConfig(first_ms=new.first_suggestion_ms, kv_state_mb=new.kv_state_mb))
+    warmup.configure(
+        warmup.WarmupConfig(
+            first_ms=new.first_suggestion_ms,
+            first_tokens=new.first_prompt_tokens,
+            kv_state_mb=new.kv_state_mb,
+        )
+    )
     if initial or new.index_exclude != old.index_exclude:
         ls.ctx.index.configure(ls.roots, new.index_exclude)
     model = new.model or ls.ctx.model
