@@ -222,6 +222,6 @@ async def test_a_serving_session_stays_on_the_machine_and_keeps_secrets(tmp_path
     assert any("def connect" in p for p in prompts)  # the capture did run
     assert not [p for p in prompts if SECRET in p or OUTSIDE in p]
     stored = _stored_files(home)
-    assert any("completions" in str(p) for p in stored) and any(p.suffix == ".kv" for p in stored), stored
+    assert any("completions" in str(p) for p in stored) and any("index" in str(p) for p in stored), stored
     leaked = [p for p in stored if SECRET.encode() in p.read_bytes() or OUTSIDE.encode() in p.read_bytes()]
     assert leaked == []
