@@ -7,7 +7,7 @@ DEFAULT_MODEL ?= qwen2.5-coder-1.5b
 TEST_MODELS ?= qwen2.5-coder-0.5b qwen2.5-coder-1.5b
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-fast lint bench models clean vsix vscode-tools rebuild-llama
+.PHONY: install run test test-fast test-offline lint bench models clean vsix vscode-tools rebuild-llama audit
 
 install: $(STAMP)
 
@@ -69,6 +69,21 @@ test-fast: install
 lint: install
 	$(BIN)/ruff check .
 
+# The same suite in a network namespace that has only loopback: nothing fimble or its tests run may
+# need the network once installed (installing needs it, so that happens first, outside). Needs root
+# or unprivileged user namespaces; `unshare -rn` is the rootless form where the kernel allows it.
+test-offline: install models lint vscode-tools vsix
+	$(UNSHARE) sh -c 'ip link set lo up 2>/dev/null || true; exec $(BIN)/python -m pytest $(PYTEST_ARGS)'
+UNSHARE ?= $(if $(filter 0,$(shell id -u)),unshare -n,unshare -rn)
+
+# The supply side: a consistent installed set (pip check) and no known vulnerability in it
+# (pip-audit, from PyPI's advisory data). pip-audit needs PyPI's per-release JSON API; where only the
+# package index answers it finds no package, and --strict makes that a failure rather than a pass.
+audit: install
+	$(BIN)/python -m pip check
+	$(BIN)/python -m pip install -q 'pip-audit>=2.7,<3'
+	$(BIN)/pip-audit --strict --skip-editable --progress-spinner off
+
 # Benchmarks write JSON under bench/results/. The index benchmark compares with Universal Ctags when it is
 # installed (apt-get install universal-ctags) and records a skip otherwise.
 bench: install models
@@ -81,9 +96,24 @@ bench: install models
 	$(BIN)/python bench/stops.py
 	$(BIN)/python bench/restart.py
 	$(BIN)/python bench/typing_replay.py
+	$(BIN)/python bench/load.py
 
 # The generated pages of the manual (configuration and HTTP API references, the architecture picture),
 # from the code they describe; tests/test_docs.py fails when the committed ones are out of date.
+# Reliability, longer than the default suite runs it (a few rounds and sessions of each):
+# `make faults` kills indexing, KV-state saves and completion-cache writes 20 times each;
+# JSON under bench/results/.
+# `make fuzz` runs 200 hypothesis LSP sessions and 200 schemathesis cases per HTTP operation and mode.
+.PHONY: faults fuzz
+faults: install
+	$(BIN)/python bench/faults.py
+
+fuzz: install models
+	FIMBLE_FUZZ_SESSIONS=200 FIMBLE_FUZZ_REPORT=bench/results/fuzz_lsp.json \
+		$(BIN)/python -m pytest -q tests/reliability/test_fuzz_lsp.py
+	FIMBLE_FUZZ_HTTP_EXAMPLES=200 FIMBLE_FUZZ_HTTP_REPORT=bench/results/fuzz_http.json \
+		$(BIN)/python -m pytest -q tests/server/http/test_schema.py
+
 .PHONY: docs plots
 docs: install
 	$(BIN)/python docs/generate.py

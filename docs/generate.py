@@ -66,12 +66,13 @@ _HTTP_WORDS: dict[str, dict[str, str]] = {
     "auth_text": {
         "en": "The server binds loopback by default. Started with `--api-key KEY` (or `FIMBLE_API_KEY`), "
         "every route but {public} needs `Authorization: Bearer KEY` (or `X-Api-Key: KEY`), compared in "
-        "constant time; set a key before binding anything but loopback.",
+        "constant time. Any other address is refused unless the server is started with `--allow-remote` "
+        "and a key.",
         "zh-CN": "服务器默认只绑定回环地址。以 `--api-key KEY`"
         "（或 `FIMBLE_API_KEY`）启动时，除 {public} 之外的每个"
         "接口都需要 `Authorization: Bearer KEY`（或 `X-Api-"
-        "Key: KEY`），以常数时间比较；绑定回环之外的地址之前"
-        "请先设置密钥。",
+        "Key: KEY`），以常数时间比较。绑定回环之外的地址时，"
+        "除非以 `--allow-remote` 加密钥启动，否则拒绝。",
     },
     "errors": {"en": "Errors", "zh-CN": "错误"},
     "errors_text": {

@@ -29,6 +29,11 @@ def parse_address(value: str, default_host: str = "127.0.0.1") -> tuple[str, int
 )
 @click.option("--http", "http", metavar="HOST:PORT", help="Also serve the HTTP API, in the same process.")
 @click.option("--api-key", envvar="FIMBLE_API_KEY", default=None, help="Key HTTP clients must send.")
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    help="Let --http/--tcp bind an address other machines reach (HTTP also needs --api-key).",
+)
 @click.option("--no-lsp", is_flag=True, help="Serve HTTP only (with --http), e.g. as a background service.")
 @click.option(
     "--backend",
@@ -66,6 +71,7 @@ def serve(
     tcp: str | None,
     http: str | None,
     api_key: str | None,
+    allow_remote: bool,
     no_lsp: bool,
     backend: str,
     backend_url: str | None,
@@ -104,6 +110,7 @@ def serve(
         tcp=parse_address(tcp) if tcp else None,
         http=parse_address(http) if http else None,
         api_key=api_key,
+        allow_remote=allow_remote,
         self_test=test,
         lsp=not no_lsp,
         backend_url=backend_url,

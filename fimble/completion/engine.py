@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fimble.completion.cancel import CancelToken
 from fimble.completion.fim import FimTokens, candidate_texts, detect_fim
@@ -65,9 +65,22 @@ class EngineConfig:
     reuse_min_chunk: int = 8  # shortest cached run worth moving instead of evaluating; 0 = prefix only
     abort_min_tokens: int = 64  # shorter prompt evaluations run to the end when cancelled (not background)
     restore_min_gain: int = 32  # load a saved state only when it spares evaluating at least this many tokens
-    use_mmap: bool = True
+    # False: the weights are read into memory. A memory-mapped model file that is truncated or
+    # overwritten in place while the server runs (``cp new.gguf model.gguf``) kills the process with
+    # SIGBUS at the next token; read into memory, it keeps serving from what it loaded.
+    use_mmap: bool = False
     speculative: bool = True  # check prompt-lookup drafts in batches (same greedy output, fewer steps)
 
+
+
+def _set_load_mode(llama_cpp: Any, mparams: Any, use_mmap: bool) -> None:
+    """Memory-map the weights or read them in. Newer llama.cpp says it with ``load_mode`` (the old
+    ``use_mmap`` field is gone; ctypes would take the assignment silently and change nothing)."""
+    fields = {name for name, *_ in type(mparams)._fields_}
+    if "load_mode" in fields:
+        mparams.load_mode = llama_cpp.LLAMA_LOAD_MODE_MMAP if use_mmap else llama_cpp.LLAMA_LOAD_MODE_NONE
+    elif "use_mmap" in fields:
+        mparams.use_mmap = use_mmap
 
 @dataclass(frozen=True)
 class Generation:
@@ -160,7 +173,7 @@ class Engine:
         llama_cpp.llama_backend_init()
         started = time.perf_counter()
         mparams = llama_cpp.llama_model_default_params()
-        mparams.use_mmap = self.config.use_mmap
+        _set_load_mode(llama_cpp, mparams, self.config.use_mmap)
         cpu_path.apply(mparams, self.cpu.path)
         self._model = llama_cpp.llama_model_load_from_file(str(self.model_path).encode(), mparams)
         if not self._model:

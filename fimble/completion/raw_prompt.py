@@ -34,9 +34,11 @@ __all__ = ["RawPrompt", "parse_prompt", "split_continue_snippets"]
 # (path, text, reason), the shape of ``CompletionRequest.context_files``.
 ContextFile = tuple[str, str, str]
 
-# A file path as Continue prints it: no spaces; an extension, or at least one directory.
+# A file path as Continue prints it: no spaces; an extension, at least one directory, or a dotfile
+# (``.env``: the secrets list must see the path to refuse it).
 _PATH_LIKE = re.compile(
     r"^(?:[\w.@+~-]+/)*[\w.@+~-]*[\w@+~-]\.[A-Za-z0-9_+-]{1,12}$|^(?:[\w.@+~-]+/)+[\w.@+~-]+$"
+    r"|^\.\w[\w.@+~-]*$"
 )
 # A line-comment mark: punctuation only (//, #, --, ;, %, ', !), never a word.
 _COMMENT_MARK = re.compile(r"^[^\w\s]{1,3}$")

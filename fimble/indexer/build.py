@@ -11,8 +11,10 @@ comes up this thread analyses the smallest files itself (``_start_pool``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
+import multiprocessing.process
 import os
 import threading
 import time
@@ -54,6 +56,10 @@ _GROUP_BYTES = 768 * 1024
 # (and waits for the disk), few enough that results never pile up in memory.
 _INFLIGHT_PER_WORKER = 4
 _PRELOAD = ("__main__", "fimble.indexer.worker", "fimble.indexer.parse", "fimble.indexer.terms")
+# The watchdog: how often the pass looks at its workers while it waits for results, and how long a
+# dead worker may go unnoticed by the pool before the pass gives up on the pool.
+_WATCH_S = 0.5
+_DEAD_GRACE_S = 2.0
 
 
 def pool_context() -> BaseContext:
@@ -272,6 +278,7 @@ def _analyze_pooled(
     )
     inflight: dict[Future, tuple[list[Task], int]] = {}
     next_group = 0
+    watchdog = _Watchdog(pool)
     try:
         if groups and not stop.is_set() and _yield_to_completions(committer, gate, stop):
             inflight[_start_pool(pool, groups, config, committer, gate, stop, tracker)] = groups[0]
@@ -285,7 +292,9 @@ def _analyze_pooled(
                 next_group += 1
             if not inflight:
                 return False
-            done, _ = wait(inflight, return_when=FIRST_COMPLETED)
+            done, _ = wait(inflight, timeout=_WATCH_S, return_when=FIRST_COMPLETED)
+            if not done:
+                watchdog.check()  # raises BrokenProcessPool for a pool that died without saying so
             for future in done:
                 group_tasks, size = inflight[future]
                 try:
@@ -301,19 +310,72 @@ def _analyze_pooled(
                 tracker.advance(len(group_tasks), size)
             if stop.is_set() and not inflight:
                 return False
-    except BrokenProcessPool:
+    except BrokenProcessPool as err:
         # Every group is in exactly one place here: committed (its results were added), in
         # ``inflight`` (submitted, results not taken, whatever state its future is in) or in
         # ``groups[next_group:]`` (not submitted yet). The last two are analysed here, so the pass
         # ends with the same index as one the pool finished.
-        log.warning("the indexing pool died; finishing the pass in-process")
-        pool.shutdown(wait=False, cancel_futures=True)
+        log.warning("the indexing pool died (%s); finishing the pass in-process", err)
+        watchdog.abandon()
         rest = [t for g, _ in list(inflight.values()) + groups[next_group:] for t in g]
         by_rel = {e.rel: e for e in entries}
         return _analyze_here(rest, [by_rel[t.rel] for t in rest], config, committer, gate, stop, tracker)
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if not watchdog.abandoned:
+            pool.shutdown(wait=True, cancel_futures=True)
     return not stop.is_set()
+
+
+class _Watchdog:
+    """Notices a worker that died without the pool noticing, and lets go of such a pool.
+
+    CPython's ``ProcessPoolExecutor`` marks itself broken when a worker dies, except when the worker
+    dies *while sending a result*: its manager thread then waits forever for the rest of a message
+    that will never come (and the dead worker holds the result pipe's lock, so the other workers
+    block too). Every future stays pending, ``wait`` never returns, and ``shutdown(wait=True)`` and
+    the interpreter's exit hang on that thread. So the pass checks its workers' pids while it waits,
+    treats a worker dead for ``_DEAD_GRACE_S`` as a broken pool, and ``abandon`` kills the workers
+    and closes this process's end of the result pipe, which ends the manager thread's read (EOF).
+    The pool's internals (``_processes``, ``_result_queue``) are used only here, defensively: a
+    pool without them (another Python, a test double) is only shut down without waiting.
+    """
+
+    def __init__(self, pool: ProcessPoolExecutor) -> None:
+        self.pool = pool
+        self.abandoned = False
+        self._dead_since: float | None = None
+
+    def _workers(self) -> list[multiprocessing.process.BaseProcess]:
+        processes = getattr(self.pool, "_processes", None) or {}
+        return list(processes.values())
+
+    def check(self) -> None:
+        dead = [p for p in self._workers() if p.exitcode is not None]
+        if not dead:
+            self._dead_since = None
+            return
+        now = time.monotonic()
+        if self._dead_since is None:
+            self._dead_since = now
+        elif now - self._dead_since >= _DEAD_GRACE_S:
+            codes = ", ".join(f"pid {p.pid} exit {p.exitcode}" for p in dead)
+            raise BrokenProcessPool(f"an indexing worker died and the pool did not notice ({codes})")
+
+    def abandon(self) -> None:
+        """Stop the pool now, whatever state its manager thread is in; never waits on it."""
+        self.abandoned = True
+        workers = self._workers()
+        for process in workers:
+            with contextlib.suppress(Exception):
+                process.kill()
+        for process in workers:
+            with contextlib.suppress(Exception):
+                process.join(5)
+        writer = getattr(getattr(self.pool, "_result_queue", None), "_writer", None)
+        if writer is not None:
+            with contextlib.suppress(OSError):
+                writer.close()  # the workers' copies died with them: the manager thread reads EOF
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _start_pool(

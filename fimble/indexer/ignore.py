@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pathspec
 
-__all__ = ["Defaults", "IgnoreRules", "defaults"]
+__all__ = ["Defaults", "IgnoreRules", "defaults", "is_secret_name"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +53,19 @@ def defaults() -> Defaults:
         binary_extensions=frozenset(ext.lower() for ext in skip["binary_extensions"]),
         secrets=tuple(secrets["names"]),
     )
+
+
+@functools.cache
+def _secret_names() -> re.Pattern[str] | None:
+    return _name_matcher(defaults().secrets, ignore_case=True)
+
+
+def is_secret_name(path: str) -> bool:
+    """True when the file name of ``path`` is on the default secrets list (``.env``, keys,
+    credentials): for callers that hold a path outside any workspace's rules (an editor buffer)."""
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    matcher = _secret_names()
+    return matcher is not None and matcher.match(name) is not None
 
 
 def _name_matcher(patterns: tuple[str, ...], *, ignore_case: bool) -> re.Pattern[str] | None:

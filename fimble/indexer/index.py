@@ -158,6 +158,10 @@ class WorkspaceIndex:
             )
             self._watcher.start()
 
+    def is_secret(self, rel: str) -> bool:
+        """Whether the workspace-relative ``rel`` is on the secrets list (defaults plus ``deny``)."""
+        return self._rules.is_secret(rel)
+
     def update_buffer(self, path: str | os.PathLike[str], text: str | bytes) -> bool:
         """Index an editor buffer (saved or not) for ``path``; False when the path is outside the
         workspace, ignored, or a secret (then nothing of it is stored)."""

@@ -2,8 +2,11 @@
 
 A full sha256 of the default model takes seconds; the engine, ``models list`` and ``doctor`` all
 want to know the file is intact. After one full check we write a small JSON record next to the
-file with its size, mtime and hash. Later quick checks trust the record only while size and
-mtime_ns are unchanged, so any rewrite of the file (or a replaced file) forces a rehash.
+file with its size, mtime, inode, change time and hash. Later quick checks trust the record only
+while all four are unchanged: a file replaced by another (a new inode, even with the same size and
+a copied mtime) or rewritten in place with its mtime put back (``touch -r``, ``cp -p``, ``rsync -t``:
+the change time cannot be set back) is hashed again before it is loaded, not trusted. A record
+written before inode and change time were kept has neither, so it is checked once more.
 """
 
 from __future__ import annotations
@@ -73,16 +76,26 @@ def parse_wheel_record(text: str) -> dict[str, RecordEntry]:
 
 @dataclass(frozen=True)
 class Verified:
-    """The content of ``<file>.verified``: proof of a full hash, valid while size+mtime hold."""
+    """The content of ``<file>.verified``: proof of a full hash, valid while the file's size, mtime,
+    inode (with its device) and change time hold."""
 
     size: int
     mtime_ns: int
     sha256: str
     source: str = ""
     verified_at: float = 0.0
+    inode: int = 0  # 0: a record from before these were kept (never matches)
+    device: int = 0
+    ctime_ns: int = 0
 
     def matches(self, st: os.stat_result) -> bool:
-        return st.st_size == self.size and st.st_mtime_ns == self.mtime_ns
+        return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev, st.st_ctime_ns) == (
+            self.size,
+            self.mtime_ns,
+            self.inode,
+            self.device,
+            self.ctime_ns,
+        )
 
 
 def record_path(model_file: Path) -> Path:
@@ -99,6 +112,9 @@ def read_verified(model_file: Path) -> Verified | None:
             sha256=str(data["sha256"]),
             source=str(data.get("source", "")),
             verified_at=float(data.get("verified_at", 0.0)),
+            inode=int(data.get("inode", 0)),
+            device=int(data.get("device", 0)),
+            ctime_ns=int(data.get("ctime_ns", 0)),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -107,7 +123,9 @@ def read_verified(model_file: Path) -> Verified | None:
 def write_verified(model_file: Path, sha256: str, source: str = "") -> Verified:
     """Record a successful full check of ``model_file`` (atomically, so readers never see half)."""
     st = model_file.stat()
-    rec = Verified(st.st_size, st.st_mtime_ns, sha256, source, time.time())
+    rec = Verified(
+        st.st_size, st.st_mtime_ns, sha256, source, time.time(), st.st_ino, st.st_dev, st.st_ctime_ns
+    )
     target = record_path(model_file)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(asdict(rec), indent=1) + "\n", encoding="utf-8")

@@ -19,6 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
+from fimble.indexer.ignore import is_secret_name
+
 __all__ = ["IndexHook", "IndexRunner", "NullIndex", "Progress", "Snippet"]
 
 log = logging.getLogger(__name__)
@@ -101,6 +103,18 @@ class IndexRunner:
 
     def file_changed(self, path: Path, text: str | None) -> None:
         self._call(self.index.on_file_changed, path, text)
+
+    def is_secret(self, path: str | Path | None) -> bool:
+        """Whether ``path`` is on the secrets list (``.env``, keys, credentials, the folder's
+        ``deny``): cheap (name and pattern matching), called on the event loop per request."""
+        if path is None:
+            return False
+        check = getattr(self.index, "is_secret", None)
+        try:
+            return bool(check(path)) if check is not None else is_secret_name(str(path))
+        except Exception:
+            log.exception("secret check failed for %s; treating it as a secret", path)
+            return True
 
     def note_edit(self, path: Path, text: str, line: int) -> None:
         """An unsaved edit at ``line``: remembered at once (O(1), on the caller's thread) by indexes

@@ -270,6 +270,7 @@ _OPTION_ZH: dict[tuple[str, str], str] = {
     ("fimble serve", "tcp"): "改为在 TCP 套接字上使用 LSP（例如 127.0.0.1:2087）。",
     ("fimble serve", "http"): "同时在同一进程中提供 HTTP API。",
     ("fimble serve", "api_key"): "HTTP 客户端必须发送的密钥。",
+    ("fimble serve", "allow_remote"): "允许 --http/--tcp 绑定其他机器能访问的地址（HTTP 还需要 --api-key）。",
     ("fimble serve", "no_lsp"): "只提供 HTTP（配合 --http），例如作为后台服务。",
     ("fimble serve", "backend"): "在哪里生成：本进程，或一个 OpenAI 兼容的服务器（--backend-url）。",
     (

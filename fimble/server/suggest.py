@@ -50,6 +50,9 @@ class Query:
     language: str | None = None
     invoked: bool = False  # the user asked (vs. automatic, while typing)
     received: float = 0.0  # time.monotonic() when the request arrived
+    # On the secrets list (``.env``, keys): never completed, so its text reaches no prompt, cache or
+    # saved KV state. (Decided by the front door, which knows the file's real path.)
+    secret: bool = False
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,9 @@ class Suggester:
     async def _suggest(
         self, query: Query, settings: Settings, seq: int, received: float, timeline: dict[str, Any]
     ) -> Suggestion | None:
+        if query.secret:
+            timeline["outcome"] = "secret_file"
+            return None
         if not self.completer.ready:
             timeline["outcome"] = "model_error" if self.completer.load_error else "model_loading"
             return None
@@ -164,7 +170,7 @@ class Suggester:
     async def warm(self, query: Query, settings: Settings) -> bool:
         """Start the suggestion where the editor says the cursor went, before a keystroke asks
         (``Completer.warm_at``). A newer focus on the same document makes this one moot."""
-        if not self.completer.ready:
+        if not self.completer.ready or query.secret:
             return False
         seq = self._focus_seq[query.key] = self._focus_seq.get(query.key, 0) + 1
         context = await self.index.context_for(

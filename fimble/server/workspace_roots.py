@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from fimble.completion.context import ContextChunk, ContextGatherer
 from fimble.completion.recent import RecentRegions
 from fimble.errors import FimbleError, IndexLocked
+from fimble.indexer.ignore import is_secret_name
 from fimble.server.index_runner import Progress, Snippet
 
 if TYPE_CHECKING:
@@ -77,16 +78,28 @@ class WorkspaceIndexes:
             for index in opened.values():
                 index.gate.enter()
 
-    def _owner(self, path: Path | str) -> tuple[Path, WorkspaceIndex] | None:
+    def _owner(self, path: Path | str) -> tuple[Path, WorkspaceIndex, str] | None:
+        """The folder holding ``path``, its index and the normalized relative path. ``..`` is
+        resolved before the check (``WorkspaceIndex.relpath``), so a path from a client (an HTTP
+        prompt's file name) can never name a file outside the workspace folders."""
         with self._lock:
             items = sorted(self._indexes.items(), key=lambda kv: len(kv[0].parts), reverse=True)
         p = Path(path)
         for root, index in items:
-            if p.is_absolute() and p.is_relative_to(root):
-                return root, index
-            if not p.is_absolute() and (root / p).exists():
-                return root, index
+            rel = index.relpath(p)
+            if rel is None:
+                continue
+            if p.is_absolute() or (root / rel).exists():
+                return root, index, rel
         return None
+
+    def is_secret(self, path: Path | str) -> bool:
+        """Whether ``path`` is on the secrets list: its folder's (defaults plus ``deny``), else the
+        default names. Such a file never reaches a prompt, a cache or a saved KV state."""
+        owner = self._owner(path)
+        if owner is not None and owner[1].is_secret(owner[2]):
+            return True
+        return is_secret_name(str(path))
 
     def _recent_under(self, root: Path) -> Callable[[str], list[ContextChunk]]:
         def shown(path: str) -> str | None:
@@ -96,14 +109,16 @@ class WorkspaceIndexes:
         return lambda rel: self.recent.chunks(exclude=rel, shown=shown)
 
     def note_edit(self, path: Path, text: str, line: int) -> None:
-        """The editor changed ``line`` of ``path`` (unsaved): a recently edited region for context."""
-        self.recent.edited(str(path), text, line)
+        """The editor changed ``line`` of ``path`` (unsaved): a recently edited region for context
+        (never one of a secret file: it would be shown in other files' prompts)."""
+        if not self.is_secret(path):
+            self.recent.edited(str(path), text, line)
 
     def on_file_changed(self, path: Path, text: str | None) -> None:
         owner = self._owner(path)
         if owner is None:
             return
-        root, index = owner
+        root, index, _ = owner
         gatherer = self._gatherers.get(root)
         if gatherer is not None:
             gatherer.forget()  # definitions elsewhere may have changed
@@ -136,10 +151,9 @@ class WorkspaceIndexes:
         if path is None:
             return ()
         owner = self._owner(path)
-        if owner is None:
+        if owner is None or self.is_secret(path):
             return ()
-        root, _ = owner
-        rel = Path(path).relative_to(root).as_posix() if Path(path).is_absolute() else path
+        root, _, rel = owner
         gatherer = self._gatherers[root]
         line = prefix.count("\n")
         self.recent.visited(str(root / rel), prefix + suffix, line)

@@ -34,6 +34,36 @@ def test_contradictory_options_are_refused(args: list[str], message: str) -> Non
     assert message in result.output + str(result.exception)
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--no-lsp", "--http", "0.0.0.0:{port}"], "refusing to serve HTTP on 0.0.0.0"),
+        (["--no-lsp", "--http", "0.0.0.0:{port}", "--allow-remote"], "add --api-key KEY"),
+        (["--no-lsp", "--http", "0.0.0.0:{port}", "--api-key", "k"], "add --allow-remote"),
+        (["--tcp", "0.0.0.0:{port}", "--api-key", "k"], "the LSP has no authentication"),
+    ],
+)
+def test_an_exposed_bind_is_refused_before_anything_listens(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    """Off loopback, the server needs --allow-remote (and, for HTTP, a key): one line, exit 1, no socket."""
+    port = _free_port()
+    env = {**os.environ, "FIMBLE_HOME": str(tmp_path)}
+    env.pop("FIMBLE_API_KEY", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "fimble", "serve", *(a.format(port=port) for a in args)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr
+    with socket.socket() as probe:  # nothing was bound: the port is still free
+        probe.bind(("127.0.0.1", port))
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -117,3 +117,10 @@ def test_separate_suffix_makes_fim_and_continue_block_is_read() -> None:
 def test_plain_prompt() -> None:
     assert parse_prompt("Once upon a time") == RawPrompt(prefix="Once upon a time")
     assert parse_prompt("") == RawPrompt(prefix="")
+
+
+@pytest.mark.parametrize("name", [".env", ".env.local", ".npmrc", "config/.env"])
+def test_a_dotfile_is_a_path(name: str) -> None:
+    """A dotfile is a current file too (the HTTP front door refuses ``.env`` by its path)."""
+    raw = parse_prompt(f"<|repo_name|>ws\n<|file_sep|>{name}\n<|fim_prefix|>KEY=<|fim_suffix|><|fim_middle|>")
+    assert raw.path == name and raw.files == ()

@@ -336,6 +336,46 @@ def test_pool_death_mid_pass_gives_the_same_index(
     assert dying == _clean_build(workspace, tmp_path / "clean-home", monkeypatch)
 
 
+def test_a_worker_killed_while_sending_does_not_hang_the_pass(
+    workspace: Path, tmp_path: Path, monkeypatch, caplog
+) -> None:
+    """A worker dies halfway through sending its result (a real pool, a real SIGKILL): CPython's
+    pool never notices, so the pass used to wait forever (2 of 26 runs of an earlier fault test).
+    The watchdog sees the dead pid, gives up on the pool without waiting on it, and the pass ends
+    with the index a normal build makes; no pool thread is left for the interpreter's exit to wait on."""
+    import concurrent.futures.process as cf_process
+
+    from fimble.indexer import build
+    from tests.indexer.dying_worker import die_once_while_sending
+
+    marker = tmp_path / "DIE_ONCE"  # beside the workspace: claimed by the first group's worker
+    marker.touch()
+    monkeypatch.setattr(build, "analyze_group", die_once_while_sending)
+    monkeypatch.setattr(
+        build, "_start_pool", lambda pool, groups, *_: pool.submit(build.analyze_group, groups[0][0])
+    )
+    outcome: dict = {}
+
+    def run() -> None:
+        with WorkspaceIndex.open(workspace, IndexConfig(workers=2, pool_min_files=1)) as ix:
+            outcome["report"] = ix.build()
+            outcome["contents"] = _contents(ix)
+
+    with caplog.at_level("WARNING", logger="fimble.indexer.build"):
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        thread.join(600)  # a hang guard, not a timing: the pass takes seconds
+        assert not thread.is_alive(), "the indexing pass hung on a pool whose worker died while sending"
+    assert not marker.exists(), "no worker died"
+    assert "did not notice" in caplog.text and "the indexing pool died" in caplog.text
+    report = outcome["report"]
+    assert report.parsed + report.skipped == report.scanned
+    for manager in list(cf_process._threads_wakeups):
+        manager.join(30)
+        assert not manager.is_alive(), "the pool's manager thread still waits on the dead worker"
+    assert outcome["contents"] == _clean_build(workspace, tmp_path / "clean-home", monkeypatch)
+
+
 UNGUARDED = """
 import os
 from fimble.indexer import IndexConfig, WorkspaceIndex

@@ -103,14 +103,15 @@ def test_verify_quick_then_full(fake: FakeSetup) -> None:
     assert not quick.hashed and quick.sha256 == fake.model.sha256
     full = store.verify(fake.name, full=True)
     assert full.hashed
-    # Flip a byte but keep size and mtime: only --full notices.
+    # Flip a byte but keep size and mtime: the change time gives it away, even to a quick check.
     st = fake.file.stat()
     where = len(fake.model.data) - 1000  # in the "weights", past the GGUF header
     with open(fake.file, "r+b") as fh:
         fh.seek(where)
         fh.write(b"\xff" if fake.model.data[where] != 0xFF else b"\x00")
     os.utime(fake.file, ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert not store.verify(fake.name).hashed
+    with pytest.raises(ModelCorrupt, match="is corrupt"):
+        store.verify(fake.name)
     with pytest.raises(ModelCorrupt, match=f"run `fimble models pull {fake.name} --force`"):
         store.verify(fake.name, full=True)
     assert read_verified(fake.file) is None
@@ -134,6 +135,49 @@ def test_truncated_cached_file_is_corrupt(fake: FakeSetup) -> None:
 def test_changed_mtime_forces_rehash(fake: FakeSetup) -> None:
     _pull(fake)
     os.utime(fake.file, ns=(0, 10**9))
+    assert store.verify(fake.name).hashed
+    assert not store.verify(fake.name).hashed
+
+
+def test_a_replaced_file_with_the_old_size_and_mtime_is_hashed_before_loading(fake: FakeSetup) -> None:
+    """Same size, same mtime, another file (a new inode): not trusted, hashed, found corrupt."""
+    _pull(fake)
+    st = fake.file.stat()
+    forged = fake.file.with_name("forged.tmp")
+    data = bytearray(fake.file.read_bytes())
+    data[-1] ^= 0xFF  # one byte of the weights differs
+    forged.write_bytes(bytes(data))
+    os.utime(forged, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(forged, fake.file)
+    with pytest.raises(ModelCorrupt, match="is corrupt"):
+        store.resolve(fake.name)
+
+
+def test_a_file_rewritten_in_place_with_its_mtime_put_back_is_hashed(fake: FakeSetup) -> None:
+    """Same inode, size and mtime (``touch -r``): the change time gives it away."""
+    _pull(fake)
+    st = fake.file.stat()
+    with open(fake.file, "r+b") as fh:
+        fh.seek(st.st_size - 1)
+        last = fh.read(1)
+        fh.seek(st.st_size - 1)
+        fh.write(bytes([last[0] ^ 0xFF]))
+    os.utime(fake.file, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert fake.file.stat().st_ino == st.st_ino and fake.file.stat().st_mtime_ns == st.st_mtime_ns
+    with pytest.raises(ModelCorrupt, match="is corrupt"):
+        store.resolve(fake.name)
+
+
+def test_a_record_without_inode_and_ctime_is_checked_once_more(fake: FakeSetup) -> None:
+    import json
+
+    from fimble.models.integrity import record_path
+
+    _pull(fake)
+    record = json.loads(record_path(fake.file).read_text())
+    for key in ("inode", "device", "ctime_ns"):
+        del record[key]
+    record_path(fake.file).write_text(json.dumps(record))
     assert store.verify(fake.name).hashed
     assert not store.verify(fake.name).hashed
 

@@ -79,6 +79,18 @@ async def test_empty_until_the_model_is_ready() -> None:
     assert s.last["outcome"] == "model_loading" and not stub.jobs
 
 
+async def test_a_secret_file_is_never_completed_nor_warmed() -> None:
+    """A query the front door marked secret (``.env``) builds no request: nothing of it reaches a
+    prompt, the completion cache or a saved KV state."""
+    stub = StubCompleter()
+    s = _suggester(stub)
+    query = Query("u", "TOKEN=", 6, path=".env", invoked=True, secret=True)
+    assert await s.suggest(query, Settings()) is None
+    assert s.last["outcome"] == "secret_file"
+    assert await s.warm(query, Settings()) is False
+    assert not stub.jobs
+
+
 async def test_serves_the_engine_text_with_an_id() -> None:
     stub = StubCompleter()
     s = _suggester(stub)

@@ -11,15 +11,15 @@ import asyncio
 import contextlib
 import logging
 import os
-import sys
 from typing import Any
 
 from fimble.completion.completer import Completer
+from fimble.server.exposure import check_bind
 from fimble.server.http.app import create_app
 from fimble.server.http.context import ContextSource
-from fimble.server.http.settings import HttpSettings, is_loopback, settings_from_options
+from fimble.server.http.settings import HttpSettings, settings_from_options
 
-__all__ = ["HttpSettings", "create_app", "exposure_warning", "serve_http"]
+__all__ = ["HttpSettings", "create_app", "serve_http"]
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +32,7 @@ async def serve_http(
     *,
     index: ContextSource | None = None,
     handle_signals: bool = True,
+    allow_remote: bool = False,
     log_level: str = "warning",
     **options: Any,
 ) -> None:
@@ -40,13 +41,14 @@ async def serve_http(
     ``api_key`` falls back to ``FIMBLE_API_KEY``. ``options`` are ``HttpSettings`` fields
     (``max_queue``, ``max_body_bytes``, ``max_tokens_cap``, ``cors_origins``, ...); an unknown one is a
     ``ConfigError``. ``index`` (the process's ``IndexRunner``) adds fimble's repository context to
-    every FIM request. Binding anything but loopback without a key warns on stderr (never stdout: the
-    LSP may own it). Pass ``handle_signals=False`` when the caller owns signal handling.
+    every FIM request. Binding anything but loopback is refused (``ConfigError``) unless
+    ``allow_remote`` is set and there is a key (``fimble.server.exposure``). Pass
+    ``handle_signals=False`` when the caller owns signal handling.
     """
     import uvicorn
 
     settings = settings_from_options(api_key or os.environ.get("FIMBLE_API_KEY") or None, options)
-    exposure_warning(host, port, settings)
+    check_bind("http", host, port, allow_remote=allow_remote, api_key=settings.api_key)
     app = create_app(completer, settings, index=index)
     config = uvicorn.Config(
         app,
@@ -72,15 +74,3 @@ async def serve_http(
         await task
         raise
 
-
-def exposure_warning(host: str, port: int, settings: HttpSettings) -> str | None:
-    """Warn on stderr (never stdout: the LSP may own it) when a non-loopback bind has no API key."""
-    if is_loopback(host) or settings.api_key is not None:
-        return None
-    message = (
-        f"fimble: warning: serving HTTP on {host}:{port} without an API key; anyone who can reach "
-        "this address can use the model. Set --api-key or FIMBLE_API_KEY, or bind 127.0.0.1."
-    )
-    print(message, file=sys.stderr)
-    log.warning(message)
-    return message

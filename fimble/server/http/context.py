@@ -23,6 +23,7 @@ from starlette.responses import JSONResponse, Response
 from fimble.completion.completer import Completer
 from fimble.completion.raw_prompt import RawPrompt
 from fimble.errors import Cancelled
+from fimble.indexer.ignore import is_secret_name
 from fimble.server.http.body import Field, HttpError, parse_fields, read_json
 from fimble.server.http.metrics import Metrics
 from fimble.server.http.runner import Runner
@@ -102,10 +103,24 @@ class AppContext:
     async def body(self, request: Request, fields: tuple[Field, ...]) -> dict[str, Any]:
         return parse_fields(await read_json(request, self.settings.max_body_bytes), fields)
 
+    def refuse_secret(self, raw: RawPrompt) -> None:
+        """403 for a prompt whose file is on the secrets list (``.env``, keys, credentials): fimble
+        completes there through no front door, so its text reaches no cache or saved KV state."""
+        if raw.path is None:
+            return
+        check = getattr(self.index, "is_secret", None)
+        if check(raw.path) if check is not None else is_secret_name(raw.path):
+            raise HttpError(
+                403,
+                f"{raw.path} is on fimble's secrets list (.env, keys, credentials): no completions there",
+                kind="secret_file",
+            )
+
     async def with_repository_context(self, raw: RawPrompt) -> RawPrompt:
         """Add fimble's own snippets for the cursor after what the client sent: when the context
         budget is short the client's are kept, and laid out (best last) they sit nearest the file.
-        Failed or slow retrieval adds nothing."""
+        Failed or slow retrieval adds nothing. A prompt for a secret file is refused (403)."""
+        self.refuse_secret(raw)
         if self.index is None or not raw.fim:
             return raw
         try:
@@ -130,7 +145,7 @@ class Endpoint:
     fields: tuple[Field, ...] | None = None  # the JSON body, if any
     body_schema: dict[str, Any] | None = None  # overrides the schema generated from ``fields``
     responses: dict[str, Any] = field(default_factory=dict)  # OpenAPI responses besides errors
-    errors: tuple[int, ...] = (400, 413, 422, 429, 503)
+    errors: tuple[int, ...] = (400, 403, 413, 422, 429, 503)
     public: bool = False  # reachable without the API key
     tag: str = ""
 

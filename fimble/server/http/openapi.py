@@ -19,6 +19,7 @@ __all__ = ["openapi_document"]
 _ERROR_TEXT = {
     400: "Unreadable body (not JSON, empty)",
     401: "Missing or wrong bearer token",
+    403: "The prompt names a file on the secrets list (.env, keys, credentials)",
     413: "Body over the size limit",
     422: "A field has the wrong type or value",
     429: "Too many completions queued; retry after Retry-After seconds",

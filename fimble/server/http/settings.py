@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from fimble.errors import ConfigError
+from fimble.server.exposure import is_loopback
 
 __all__ = ["HttpSettings", "is_loopback", "settings_from_options"]
 
@@ -51,12 +51,3 @@ def settings_from_options(api_key: str | None, options: Mapping[str, Any]) -> Ht
         values["cors_origins"] = tuple(values["cors_origins"] or ())
     return HttpSettings(api_key=api_key or None, **values)
 
-
-def is_loopback(host: str) -> bool:
-    """Whether binding ``host`` keeps the server on this machine."""
-    if host in ("localhost", "localhost.localdomain"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False

@@ -78,14 +78,16 @@ def lsp_range(ls: FimbleServer, doc: Document, start: int, end: int) -> types.Ra
 
 
 def query_for(ls: FimbleServer, doc: Document, text: str, offset: int, invoked: bool) -> Query:
+    path = prompt_path(ls.roots, doc.uri)
     return Query(
         key=f"{ls.connection_id} {doc.uri}",
         text=text,
         offset=offset,
-        path=prompt_path(ls.roots, doc.uri),
+        path=path,
         language=doc.language_id or None,
         invoked=invoked,
         received=time.monotonic(),
+        secret=ls.ctx.index.is_secret(uri_path(doc.uri) or path),
     )
 
 

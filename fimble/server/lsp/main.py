@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from fimble.errors import ConfigError, FimbleError
 from fimble.server.context import ServeContext
+from fimble.server.exposure import check_bind
 from fimble.server.lsp import transport
 from fimble.server.lsp.selftest import SelfTest, run_self_test
 
@@ -26,6 +27,7 @@ class ServeOptions:
     tcp: tuple[str, int] | None = None  # None: stdio
     http: tuple[str, int] | None = None
     api_key: str | None = None
+    allow_remote: bool = False  # let --http/--tcp bind a non-loopback address (``fimble.server.exposure``)
     self_test: SelfTest | None = None
     lsp: bool = True  # False: HTTP only (no stdio LSP), for running as a service
     backend_url: str | None = None  # generate on an OpenAI-compatible server instead of locally
@@ -75,7 +77,8 @@ async def _main(options: ServeOptions, stdio: tuple[object, object] | None) -> i
     tasks: list[asyncio.Future[object]] = []
     try:
         if options.http is not None:
-            tasks.append(asyncio.ensure_future(transport.serve_http(ctx, *options.http, options.api_key)))
+            serving = transport.serve_http(ctx, *options.http, options.api_key, options.allow_remote)
+            tasks.append(asyncio.ensure_future(serving))
             _say(f"HTTP server on http://{options.http[0]}:{options.http[1]}")
         lsp = None
         if options.tcp is not None:
@@ -101,12 +104,22 @@ async def _main(options: ServeOptions, stdio: tuple[object, object] | None) -> i
         await asyncio.to_thread(ctx.close)
 
 
+def _http_key(options: ServeOptions) -> str | None:
+    """The key HTTP will require: ``--api-key``, else ``FIMBLE_API_KEY`` (as ``serve_http`` reads it)."""
+    return options.api_key or os.environ.get("FIMBLE_API_KEY") or None
+
+
 def run(options: ServeOptions) -> int:
     """Run the server until the client exits (stdio) or Ctrl-C (TCP); returns the exit code."""
     if options.self_test is not None and options.tcp is None:
         raise ConfigError("--self-test needs --tcp HOST:PORT (the test connects to the server's socket)")
     if not options.lsp and options.http is None:
         raise ConfigError("--no-lsp leaves nothing to serve: add --http HOST:PORT")
+    # Before the model loads: a bind the user did not mean fails in a second, not after a minute.
+    if options.http is not None:
+        check_bind("http", *options.http, allow_remote=options.allow_remote, api_key=_http_key(options))
+    if options.tcp is not None:
+        check_bind("lsp", *options.tcp, allow_remote=options.allow_remote, api_key=None)
     stdio = transport.protect_stdout() if options.tcp is None and options.lsp else None
     try:
         code = asyncio.run(_main(options, stdio))

@@ -132,7 +132,9 @@ async def serve_tcp(
         await srv.serve_forever()
 
 
-def serve_http(ctx: ServeContext, host: str, port: int, api_key: str | None) -> Awaitable[None]:
+def serve_http(
+    ctx: ServeContext, host: str, port: int, api_key: str | None, allow_remote: bool = False
+) -> Awaitable[None]:
     """The HTTP server (``fimble.server.http``) on the same completer, imported only when asked for."""
     try:
         from fimble.server.http import serve_http as http_main
@@ -142,4 +144,12 @@ def serve_http(ctx: ServeContext, host: str, port: int, api_key: str | None) -> 
             "install them with `pip install 'fimble[http]'`"
         ) from None
     # Ctrl-C stops the whole process, LSP included; HTTP clients get the same index context as editors.
-    return http_main(ctx.completer, host, port, api_key, index=ctx.index, handle_signals=False)  # type: ignore[arg-type]
+    return http_main(
+        ctx.completer,  # type: ignore[arg-type]
+        host,
+        port,
+        api_key,
+        index=ctx.index,  # type: ignore[arg-type]
+        handle_signals=False,
+        allow_remote=allow_remote,
+    )

@@ -10,8 +10,9 @@ import pytest
 
 from fimble.completion.completer import Completer
 from fimble.errors import ConfigError
-from fimble.server.http import HttpSettings, exposure_warning, serve_http
-from fimble.server.http.settings import is_loopback, settings_from_options
+from fimble.server.exposure import check_bind, is_loopback
+from fimble.server.http import HttpSettings, serve_http
+from fimble.server.http.settings import settings_from_options
 from tests.server.http.conftest import FakeEngine
 
 
@@ -58,12 +59,27 @@ def test_unknown_or_bad_options_name_the_option() -> None:
         HttpSettings(api_key=" ")
 
 
-def test_exposed_bind_without_a_key_warns_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
-    assert exposure_warning("127.0.0.1", 8080, HttpSettings()) is None
-    assert exposure_warning("0.0.0.0", 8080, HttpSettings(api_key="k")) is None
-    assert exposure_warning("0.0.0.0", 8080, HttpSettings()) is not None
-    out = capsys.readouterr()
-    assert out.out == "" and "without an API key" in out.err
+def test_a_bind_off_loopback_needs_allow_remote_and_a_key() -> None:
+    check_bind("http", "127.0.0.1", 8080, allow_remote=False, api_key=None)
+    check_bind("http", "0.0.0.0", 8080, allow_remote=True, api_key="k")
+    check_bind("lsp", "0.0.0.0", 2087, allow_remote=True, api_key=None)
+    with pytest.raises(ConfigError, match=r"add --allow-remote and --api-key KEY"):
+        check_bind("http", "0.0.0.0", 8080, allow_remote=False, api_key=None)
+    with pytest.raises(ConfigError, match=r"add --allow-remote \(or"):
+        check_bind("http", "192.168.1.4", 8080, allow_remote=False, api_key="k")
+    with pytest.raises(ConfigError, match=r"add --api-key KEY"):
+        check_bind("http", "::", 8080, allow_remote=True, api_key=None)
+    with pytest.raises(ConfigError, match="LSP has no authentication"):
+        check_bind("lsp", "0.0.0.0", 2087, allow_remote=False, api_key="k")
+
+
+async def test_serve_http_refuses_an_exposed_bind_before_listening() -> None:
+    completer = Completer("fake-coder-1.5b", load=FakeEngine)  # type: ignore[arg-type]
+    try:
+        with pytest.raises(ConfigError, match=r"refusing to serve HTTP on 0\.0\.0\.0"):
+            await serve_http(completer, "0.0.0.0", free_port(), handle_signals=False)
+    finally:
+        completer.close()
 
 
 @pytest.mark.parametrize(
