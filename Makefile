@@ -98,8 +98,6 @@ bench: install models
 	$(BIN)/python bench/typing_replay.py
 	$(BIN)/python bench/load.py
 
-# The generated pages of the manual (configuration and HTTP API references, the architecture picture),
-# from the code they describe; tests/test_docs.py fails when the committed ones are out of date.
 # Reliability, longer than the default suite runs it (a few rounds and sessions of each):
 # `make faults` kills indexing, KV-state saves and completion-cache writes 20 times each;
 # JSON under bench/results/.
@@ -115,6 +113,8 @@ fuzz: install models
 		$(BIN)/python -m pytest -q tests/server/http/test_schema.py
 
 .PHONY: docs plots
+# The generated pages of the manual (configuration and HTTP API references, the architecture picture),
+# from the code they describe; tests/test_docs.py fails when the committed ones are out of date.
 docs: install
 	$(BIN)/python docs/generate.py
 

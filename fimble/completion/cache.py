@@ -8,9 +8,11 @@ and its shape.
 
 Two levels: an LRU in memory (a dict lookup on the event loop) and one LMDB environment under the
 cache root, bounded both by entry count (oldest-used evicted first) and by map size (LMDB cannot grow
-past it; a full map evicts the older half). Disk writes run on a small writer thread, off the
-keystroke path. The disk cache is a convenience: a corrupt or unwritable file is logged, set aside
-and rebuilt (or the cache runs in memory only); nothing here raises on the keystroke path.
+past it). Eviction for size starts at ``_FULL_AT`` of the map, not at its end: deleting from LMDB
+copies pages too, so a map with no page left cannot even evict, and would refuse every write after.
+Disk writes run on a small writer thread, off the keystroke path. The disk cache is a convenience:
+a corrupt or unwritable file is logged, set aside and rebuilt (or the cache runs in memory only);
+nothing here raises on the keystroke path.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ log = logging.getLogger(__name__)
 _ENV_MB = "FIMBLE_COMPLETION_CACHE_MB"
 _ENV_ENTRIES = "FIMBLE_COMPLETION_CACHE_ENTRIES"
 _SEQ = struct.Struct(">Q")  # big-endian so LMDB's byte order is age order
+_FULL_AT = 0.8  # share of the map's pages in use that starts an eviction of the oldest quarter
 
 
 @dataclass(frozen=True)
@@ -291,14 +294,20 @@ class CompletionCache:
             import lmdb
 
             if isinstance(err, lmdb.MapFullError):
-                # The map is full: drop the older half and try once more.
+                # The map is full all the same (a burst of large entries): drop the older half in
+                # small steps, which need few free pages, and try once more.
                 try:
-                    self._evict(disk, max(1, disk.count // 2))
+                    self._evict(disk, max(1, disk.count // 2), chunk=64)
                     self._write_batch(disk, work)
                 except Exception as again:
                     self._failed(f"completion cache write failed after eviction: {again}")
             else:
                 self._failed(f"completion cache write failed (suggestions still work): {err}")
+        if work:
+            try:
+                self._trim(disk)
+            except Exception as err:
+                self._failed(f"completion cache eviction failed (suggestions still work): {err}")
         for done in flushes:
             done.set()
 
@@ -329,9 +338,27 @@ class CompletionCache:
             if over > 0:
                 self._evict_in(txn, disk, over)
 
-    def _evict(self, disk: _Disk, n: int) -> None:
-        with disk.env.begin(write=True) as txn:
-            self._evict_in(txn, disk, n)
+    def _trim(self, disk: _Disk) -> None:
+        """Evict the oldest quarter once the B-trees hold ``_FULL_AT`` of the map's pages.
+
+        In chunks, one transaction each: a deletion copies the pages it touches, so one large
+        eviction needs about as many free pages as it frees, and the last free pages of a full map
+        are too few for it. Pages freed by one chunk's transaction are reused by the next."""
+        with disk.env.begin() as txn:
+            in_use = sum(
+                st["branch_pages"] + st["leaf_pages"] + st["overflow_pages"]
+                for st in (txn.stat(disk.entries), txn.stat(disk.order), disk.env.stat())
+            )
+        pages = (self.config.disk_mb << 20) // int(disk.env.stat()["psize"])
+        if in_use > _FULL_AT * pages:
+            self._evict(disk, max(1, disk.count // 4))
+
+    def _evict(self, disk: _Disk, n: int, chunk: int = 512) -> None:
+        while n > 0 and disk.count > 0:
+            step = min(n, chunk)
+            with disk.env.begin(write=True) as txn:
+                self._evict_in(txn, disk, step)
+            n -= step
 
     def _evict_in(self, txn: Any, disk: _Disk, n: int) -> None:
         cur = txn.cursor(db=disk.order)

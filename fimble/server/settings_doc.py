@@ -219,9 +219,9 @@ def _environment() -> tuple[EnvVar, ...]:
             "FIMBLE_COMPLETION_CACHE_MB",
             _t(f"`{cache_mb}`", f"`{cache_mb}`"),
             _t(
-                "size of the on-disk completion cache (an LMDB map that never grows past it; when full, the "
-                "older half is dropped); `0` keeps the cache in memory only",
-                "磁盘上补全缓存的大小（一个永远不会超过该大小的 LMDB 映射；满时丢弃较旧的一半）；"
+                "size of the on-disk completion cache (an LMDB map that never grows past it; at 80 % full, "
+                "the oldest quarter is dropped); `0` keeps the cache in memory only",
+                "磁盘上补全缓存的大小（一个永远不会超过该大小的 LMDB 映射；用到 80% 时丢弃最旧的四分之一）；"
                 "`0` 表示缓存只保存在内存中",
             ),
         ),

@@ -82,6 +82,24 @@ def test_a_full_map_evicts_instead_of_failing(tmp_path: Path) -> None:
     cache.close()
 
 
+def test_a_map_of_small_entries_keeps_taking_writes_once_full(tmp_path: Path) -> None:
+    """Small values live in leaf pages, and deleting them copies those pages: eviction has to start
+    before the map's last page, or a full map could no longer evict and would refuse every write."""
+    cache = _cache(tmp_path / "c", disk_mb=1, disk_entries=1_000_000, memory_entries=1)
+    keys = [request_key("m", [str(i)]) for i in range(12_000)]  # ~3 MB of entries into a 1 MiB map
+    for i, key in enumerate(keys):
+        cache.put(key, Cached(f"value {i} " * 12, False))
+        if i % 100 == 99:
+            cache.flush()
+    cache.flush()
+    stats = cache.stats()
+    assert stats.evictions > 0 and stats.errors == 0
+    cache.close()
+    reopened = _cache(tmp_path / "c", disk_mb=1, disk_entries=1_000_000, memory_entries=1)
+    assert all(reopened.get(key) is not None for key in keys[-500:])
+    reopened.close()
+
+
 def test_a_damaged_file_is_set_aside_and_rebuilt(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "c"
     path.mkdir()
