@@ -224,7 +224,7 @@ def _run_ceiling(
         for model in config.models:
             bar.set_postfix_str(model)
             # No warmer: every sample is answered from its full prompt (context included), as the
-            # server does once a region is warm; the small cold-region prompt is what ``served`` sees.
+            # server does once a region is warm; the cold region's first prompt is what ``served`` sees.
             engine = load_engine(model, threads=config.threads, warmup=False)
             try:
                 run_model(engine, model, prepared, config, bar.update, on_row=keep)

@@ -80,9 +80,9 @@ def typing_latency_ms(row: dict[str, Any], speed: float) -> float:
     context gathering, a few new tokens evaluated, and the generation.
 
     Every sample is a cold region (its whole prompt evaluated), but the server never makes a keystroke
-    wait for that: a cold region answers from a small first prompt and warms the full one while the
-    user is idle. Judging settings by the cold latency made the recommendation "context off" on every
-    machine, the opposite of the product's default."""
+    wait for that: a cold region answers from a first prompt (a share of the full one) and warms the
+    full one while the user is idle. Judging settings by the cold latency made the recommendation
+    "context off" on every machine, the opposite of the product's default."""
     evaluate = _TYPING_TOKENS / speed * 1000 if speed > 0 else 0.0
     return row.get("context_ms", 0.0) + evaluate + row.get("generation_ms", 0.0)
 

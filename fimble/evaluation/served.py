@@ -1,8 +1,8 @@
 """The served evaluation: ask a real ``fimble serve`` at each case's position, as an editor would.
 
 The in-process evaluation (``runner.run_model``) answers every line from its full prompt with no
-deadline, which no user gets: a cold place is answered from a small first prompt without repository
-context, a request has a deadline, caches and warm-up decide what is ready. Here a real server
+deadline, which no user gets: a cold place is answered from a first prompt with a share of the
+full one's budgets, a request has a deadline, caches and warm-up decide what is ready. Here a real server
 process runs over stdio (``sys.executable -m fimble serve``), driven by pygls's ``LanguageClient``,
 on a temporary copy of the repository (the user's files and the sdist cache are never written) with
 a fresh ``FIMBLE_HOME`` per session, so no earlier run's index, KV states or completion cache help.
