@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
-from fimble.server.lsp.server import FimbleServer, create_server
+from fimble.server.lsp.handlers import create_server
+from fimble.server.lsp.server import FimbleServer
 
 __all__ = ["FimbleServer", "create_server"]

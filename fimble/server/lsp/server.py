@@ -9,8 +9,9 @@
 - ``exit`` ends this connection through ``on_exit`` instead of ``sys.exit``, so one TCP client
   leaving does not stop the server other clients (and the HTTP server) use.
 
-Features are registered by the modules in ``fimble.server.lsp.handlers``; each handler is short and
-calls helpers that work on plain values.
+Features are registered by the modules in ``fimble.server.lsp.handlers`` (``create_server`` there
+builds a server with all of them); each handler is short and calls helpers that work on plain values.
+This module knows no handler, so the handlers can name the server without an import circle.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from fimble.server.positions import Encoding
 from fimble.server.settings import Settings
 from fimble.server.suggest import Suggester
 
-__all__ = ["Background", "FimbleProtocol", "FimbleServer", "create_server"]
+__all__ = ["Background", "FimbleProtocol", "FimbleServer"]
 
 log = logging.getLogger(__name__)
 
@@ -183,11 +184,3 @@ class _QuietExpected(logging.Filter):
 
 
 logging.getLogger("pygls.protocol.json_rpc").addFilter(_QuietExpected())
-
-
-def create_server(ctx: ServeContext, on_exit: Callable[[int], None] | None = None) -> FimbleServer:
-    from fimble.server.lsp.handlers import register_all
-
-    server = FimbleServer(ctx, on_exit)
-    register_all(server)
-    return server

@@ -21,7 +21,8 @@ from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 
 from fimble.errors import ConfigError
 from fimble.server.context import ServeContext
-from fimble.server.lsp.server import FimbleServer, create_server
+from fimble.server.lsp.handlers import create_server
+from fimble.server.lsp.server import FimbleServer
 
 __all__ = ["protect_stdout", "serve_http", "serve_stdio", "serve_tcp"]
 
