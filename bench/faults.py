@@ -1,5 +1,5 @@
 """Faults injected and survived: SIGKILL at random moments of indexing, a KV-state save and a
-completion-cache write, twenty of each (``make faults``).
+completion-cache write and a ``fimble batch`` run, twenty of each (``make faults``).
 
 Each round is a real child process killed with SIGKILL after a random delay; then the store is
 reopened and checked (``tests/reliability/faults.py``; the indexing rounds are those of
@@ -24,7 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.reliability.faults import as_json, cache_round, kvstate_round  # noqa: E402
+from tests.reliability.faults import as_json, batch_round, cache_round, kvstate_round  # noqa: E402
 
 
 def _index_rounds(n: int, rng: random.Random, tmp: Path) -> dict[str, Any]:
@@ -76,33 +76,50 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results/faults.json")
+    parser.add_argument(
+        "--only", choices=KINDS, action="append", help="Run these kinds only; the others' figures are kept."
+    )
     args = parser.parse_args()
+    kinds = args.only or list(KINDS)
     rng = random.Random(args.seed)
+    result: dict[str, Any] = json.loads(args.out.read_text()) if args.only and args.out.exists() else {}
     with tempfile.TemporaryDirectory(prefix="fimble-faults-") as tmp_dir:
         tmp = Path(tmp_dir)
-        kv = [kvstate_round(tmp / "kv", rng) for _ in range(args.rounds)]
-        cache = [cache_round(tmp / "cache", rng, start=n * 1_000_000) for n in range(args.rounds)]
-        index = _index_rounds(args.rounds, rng, tmp / "index")
-    machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "system": platform.platform()}
-    result = {
-        "machine": machine,
-        "seed": args.seed,
-        "kvstate": {"survived": sum(r.ok for r in kv), "of": len(kv), "rounds": as_json(kv)},
-        "completion_cache": {
-            "survived": sum(r.ok for r in cache),
-            "of": len(cache),
-            "rounds": as_json(cache),
-        },
-        "index": {
-            "survived": sum(r["ok"] for r in index["rounds"]),
-            "of": len(index["rounds"]),
-            **index,
-        },
+        if "kvstate" in kinds:
+            result["kvstate"] = _counted([kvstate_round(tmp / "kv", rng) for _ in range(args.rounds)])
+        if "completion_cache" in kinds:
+            cache = [cache_round(tmp / "cache", rng, start=n * 1_000_000) for n in range(args.rounds)]
+            result["completion_cache"] = _counted(cache)
+        if "index" in kinds:
+            index = _index_rounds(args.rounds, rng, tmp / "index")
+            result["index"] = {
+                "survived": sum(r["ok"] for r in index["rounds"]),
+                "of": len(index["rounds"]),
+                **index,
+            }
+        if "batch" in kinds:
+            result["batch"] = _counted(
+                [batch_round(tmp / f"batch{n}.jsonl", rng) for n in range(args.rounds)]
+            )
+    result["machine"] = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "system": platform.platform(),
     }
+    result["seed"] = args.seed
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
-    summary = {k: (result[k]["survived"], result[k]["of"]) for k in ("kvstate", "completion_cache", "index")}
-    print(json.dumps({**summary, "index_converged": index["converged_to_a_clean_build"]}))
+    summary = {k: (result[k]["survived"], result[k]["of"]) for k in KINDS if k in result}
+    print(
+        json.dumps({**summary, "index_converged": result.get("index", {}).get("converged_to_a_clean_build")})
+    )
+
+
+KINDS = ("kvstate", "completion_cache", "index", "batch")
+
+
+def _counted(rounds: list[Any]) -> dict[str, Any]:
+    return {"survived": sum(r.ok for r in rounds), "of": len(rounds), "rounds": as_json(rounds)}
 
 
 if __name__ == "__main__":

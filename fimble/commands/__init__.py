@@ -6,6 +6,7 @@ functions so that ``fimble --help`` stays instant.
 
 from __future__ import annotations
 
+from fimble.commands.batch import batch
 from fimble.commands.complete import complete
 from fimble.commands.doctor import doctor
 from fimble.commands.eval import eval_command
@@ -16,4 +17,4 @@ from fimble.commands.serve import serve
 
 __all__ = ["COMMANDS"]
 
-COMMANDS = [models, doctor, complete, explain, eval_command, index, serve]
+COMMANDS = [models, doctor, complete, explain, batch, eval_command, index, serve]

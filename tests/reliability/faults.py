@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-__all__ = ["Round", "cache_round", "kvstate_round"]
+__all__ = ["Round", "batch_round", "cache_round", "kvstate_round"]
 
 
 @dataclass
@@ -65,6 +65,17 @@ for i in range(start, start + 1_000_000):
     if i % 50 == 49:
         cache.flush()
         print("FLUSHED", i + 1, flush=True)
+"""
+
+BATCH_CHILD = """
+import json, sys
+from pathlib import Path
+from fimble.batch import Journal, parse_items, run_batch
+from tests.batch.fake import EchoEngine
+lines = [json.dumps({"id": f"r{i}", "prompt": f"item {i} of the batch"}) for i in range(int(sys.argv[2]))]
+with Journal(Path(sys.argv[1])) as journal:
+    print("OPEN", flush=True)
+    run_batch(EchoEngine(delay=0.002), parse_items(lines), journal, width=8)
 """
 
 
@@ -149,6 +160,36 @@ def cache_round(path: Path, rng: random.Random, start: int) -> Round:
         problems.append("the next write failed")
     cache.close()
     return Round("completion_cache", round(delay, 3), flushed - start, found, problems[:5])
+
+
+def batch_round(out: Path, rng: random.Random, items: int = 3000) -> Round:
+    """Kill a child running ``fimble batch``'s runner (journal, then append, per group of 8); the
+    journal must reopen, the repaired output hold each journaled id once with its right text, and a
+    re-run finish the rest so that every id is answered exactly once."""
+    from fimble.batch import Journal, parse_items, run_batch
+    from tests.batch.fake import EchoEngine, answer_for
+
+    delay = rng.uniform(0.05, 2.0)
+    _run_and_kill(BATCH_CHILD, [str(out), str(items)], delay)
+    problems = []
+    with Journal(out) as journal:
+        journaled = journal.done_ids()
+        journal.repair()
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        ids = [r["id"] for r in rows]
+        if len(ids) != len(set(ids)) or set(ids) != journaled:
+            problems.append("the repaired output does not hold each journaled id once")
+        wrong = [r["id"] for r in rows if r.get("text") != answer_for(f"item {r['id'][1:]} of the batch")]
+        if wrong:
+            problems.append(f"{len(wrong)} records came back different, e.g. {wrong[0]}")
+        lines = [json.dumps({"id": f"r{i}", "prompt": f"item {i} of the batch"}) for i in range(items)]
+        summary = run_batch(EchoEngine(), parse_items(lines), journal, width=8)
+        if summary.skipped != len(journaled):
+            problems.append(f"the re-run redid finished work ({summary.skipped} of {len(journaled)} skipped)")
+    final = [json.loads(line)["id"] for line in out.read_text().splitlines()]
+    if sorted(final) != sorted(f"r{i}" for i in range(items)):
+        problems.append("after the re-run, some id is missing or answered twice")
+    return Round("batch", round(delay, 3), len(journaled), len(final), problems)
 
 
 def as_json(rounds: list[Round]) -> list[dict[str, object]]:

@@ -23,7 +23,7 @@ import pytest
 
 from fimble.completion.cache import CacheConfig, Cached, CompletionCache
 from fimble.completion.kvstore import KVStore
-from tests.reliability.faults import cache_round, kvstate_round
+from tests.reliability.faults import batch_round, cache_round, kvstate_round
 
 ROUNDS = 3
 
@@ -42,6 +42,14 @@ def test_sigkill_while_writing_the_completion_cache(tmp_path: Path) -> None:
     rounds = [cache_round(tmp_path / "cache", rng, start=n * 1_000_000) for n in range(ROUNDS)]
     assert [r.problems for r in rounds] == [[]] * ROUNDS
     assert sum(r.written for r in rounds) > 0
+
+
+@pytest.mark.slow
+def test_sigkill_during_a_batch_run(tmp_path: Path) -> None:
+    rng = random.Random(25)
+    rounds = [batch_round(tmp_path / f"out{n}.jsonl", rng) for n in range(ROUNDS)]
+    assert [r.problems for r in rounds] == [[]] * ROUNDS
+    assert sum(r.written for r in rounds) > 0  # the kills landed after some groups were done
 
 
 def _mount_tmpfs(where: Path, size: str) -> None:

@@ -1,0 +1,145 @@
+"""`fimble batch IN.jsonl -o OUT.jsonl`: many completions from a file, resumable after any crash."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from fimble.completion.raw_prompt import RawPrompt
+
+__all__ = ["batch"]
+
+
+class _Positions:
+    """Resolves ``path`` + ``line``/``col`` items: the file's text around the place, with repository
+    context from its workspace's index (opened once per workspace, read-only, as `complete` does)."""
+
+    def __init__(self, base: Path, context: bool) -> None:
+        self._base = base
+        self._context = context
+        self._indexes: dict[Path, Any] = {}
+        self._stack = contextlib.ExitStack()
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def _index(self, root: Path) -> Any:
+        if root not in self._indexes:
+            from fimble.errors import FimbleError
+            from fimble.indexer import WorkspaceIndex
+
+            try:
+                self._indexes[root] = self._stack.enter_context(WorkspaceIndex.open(root, writable=False))
+            except FimbleError:
+                self._indexes[root] = None  # no index (yet): items there run without context
+        return self._indexes[root]
+
+    def __call__(self, path: str, line: int, col: int) -> RawPrompt:
+        from fimble.commands._workspace import workspace_root
+        from fimble.commands.complete import offset_of, read_source
+        from fimble.completion.context import gather_context
+        from fimble.completion.raw_prompt import RawPrompt
+
+        file = (self._base / path) if not Path(path).is_absolute() else Path(path)
+        text = read_source(file)
+        offset = offset_of(text, line, col, file)
+        root = workspace_root(file)
+        rel = file.resolve().relative_to(root).as_posix()
+        files: tuple[tuple[str, str, str], ...] = ()
+        if self._context and (index := self._index(root)) is not None:
+            chunks = gather_context(index, rel, text, text.count("\n", 0, offset))
+            files = tuple(c.as_tuple() for c in chunks)
+        return RawPrompt(text[:offset], text[offset:], fim=True, path=rel, files=files)
+
+
+@click.command()
+@click.argument("requests", metavar="IN.jsonl", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option(
+    "--output", "-o", required=True, type=click.Path(dir_okay=False), help="Where records go (JSONL)."
+)
+@click.option(
+    "--width",
+    "-w",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="Requests decoded together (1: one at a time).",
+)
+@click.option("--model", "-m", default=None, help="Model name from `fimble models list`, or a .gguf path.")
+@click.option(
+    "--threads", "-t", default=0, type=click.IntRange(0, 256), help="CPU threads (0: physical cores)."
+)
+@click.option(
+    "--context/--no-context",
+    default=True,
+    show_default=True,
+    help="Repository context for `path` items, from the workspace's index (`fimble index`).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print a summary of the run as JSON on stdout.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def batch(
+    requests: str,
+    output: str,
+    width: int,
+    model: str | None,
+    threads: int,
+    context: bool,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Complete every request in IN.jsonl (one JSON object per line) and write one record per line to
+    --output.
+
+    Each line has an "id" and one of: "path" + "line"/"col" (1-based, a place in a file, with
+    repository context), "prefix"/"suffix" (fill in the middle) or "prompt" (plain text); optional
+    "max_tokens", "stop", "multiline". A bad line gets an error record; the run goes on.
+
+    Finished ids are journaled beside the output (OUT.jsonl.journal/): run the same command again
+    after an interruption and it does only what is left.
+
+    Example: fimble batch requests.jsonl -o answers.jsonl
+    """
+    from fimble.batch import Journal, parse_items, run_batch
+    from fimble.completion.loading import load_engine
+
+    source = sys.stdin if requests == "-" else open(requests, encoding="utf-8")  # noqa: SIM115
+    base = Path.cwd() if requests == "-" else Path(requests).resolve().parent
+    positions = _Positions(base, context)
+    try:
+        items = list(parse_items(source, positions))
+    finally:
+        if source is not sys.stdin:
+            source.close()
+    engine = load_engine(model, threads=threads)
+    show = not quiet and sys.stderr.isatty()
+    try:
+        with Journal(Path(output)) as journal:
+            bar = click.progressbar(
+                length=len(items), label="batch", file=sys.stderr, show_pos=True, show_eta=True
+            )
+            with bar if show else contextlib.nullcontext():
+                last = [0]
+
+                def progress(finished: int, _total: int) -> None:
+                    if show:
+                        bar.update(finished - last[0])
+                        last[0] = finished
+
+                summary = run_batch(engine, items, journal, width=width, on_progress=progress)
+    finally:
+        positions.close()
+        engine.close()
+    if as_json:
+        click.echo(json.dumps(summary.as_dict(), indent=2))
+    else:
+        click.echo(
+            f"{summary.done} completed, {summary.errors} errors, {summary.skipped} already done "
+            f"({summary.items_per_s:.2f} requests/s, {summary.tokens_per_s:.1f} tokens/s) -> {output}",
+            err=True,
+        )

@@ -1,0 +1,51 @@
+"""A model-free engine for the batch tests: plain prompts only, a deterministic answer per prompt."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from fimble.completion.engine import Generation
+
+__all__ = ["EchoEngine", "answer_for"]
+
+
+def answer_for(prompt: str) -> str:
+    """What ``EchoEngine`` generates after ``prompt``: its words reversed, then a newline and more."""
+    return " ".join(reversed(prompt.split())) + "\nrest"
+
+
+class EchoEngine:
+    """Tokens are characters; ``generate`` replays ``answer_for`` the prompt through the stop check, as
+    the real engine does token by token. ``delay`` seconds per item make a run slow enough to kill."""
+
+    n_ctx = 4096
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        self.calls: list[str] = []
+
+    def tokenize(self, text: str, *, special: bool = False) -> list[int]:
+        return [ord(c) for c in text]
+
+    def generate(
+        self, prompt: Sequence[int], *, max_tokens: int = 64, stop: Any = None, **_: Any
+    ) -> Generation:
+        text_in = "".join(map(chr, prompt))
+        self.calls.append(text_in)
+        if self.delay:
+            time.sleep(self.delay)
+        out, reason = "", "max_tokens"
+        for ch in answer_for(text_in)[:max_tokens]:
+            out += ch
+            if stop is not None and (hit := stop(out)) is not None:
+                reason, keep = hit
+                out = out[:keep]
+                break
+        else:
+            reason = "max_tokens" if len(out) >= max_tokens else "eog"
+        return Generation(out, tuple(map(ord, out)), reason, len(prompt), len(prompt), 0, 1.0, 2.0)
+
+    def close(self) -> None:
+        pass

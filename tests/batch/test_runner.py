@@ -1,0 +1,69 @@
+"""`run_batch` on a model-free engine: records, errors, grouping and resuming."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fimble.batch import Journal, parse_items, run_batch
+from tests.batch.fake import EchoEngine, answer_for
+
+REQUESTS = [
+    {"id": "a", "prompt": "one two"},
+    {"id": "b", "prompt": "three four five", "stop": ["four"]},
+    "oops",
+    {"id": "c", "prompt": "six", "max_tokens": 2},
+    {"id": "d", "prompt": "seven eight"},
+]
+
+
+def inputs() -> list[str]:
+    return [r if isinstance(r, str) else json.dumps(r) for r in REQUESTS]
+
+
+def by_id(path: Path) -> dict[str, dict[str, object]]:
+    return {r["id"]: r for r in map(json.loads, path.read_text().splitlines())}
+
+
+def test_every_line_gets_a_record(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    engine = EchoEngine()
+    with Journal(out) as journal:
+        summary = run_batch(engine, parse_items(inputs()), journal, width=2)  # type: ignore[arg-type]
+    got = by_id(out)
+    assert set(got) == {"a", "b", "c", "d", "line:3"}
+    assert got["a"]["text"] == answer_for("one two") and got["a"]["stop_reason"] == "eog"
+    assert got["b"]["text"] == "five " and got["b"]["stop_reason"] == "stop_string"
+    assert got["c"]["text"] == "si" and got["c"]["stop_reason"] == "max_tokens"
+    assert "error" in got["line:3"]
+    assert (summary.total, summary.done, summary.errors, summary.skipped) == (5, 4, 1, 0)
+
+
+def test_a_rerun_does_only_what_is_left(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    with Journal(out) as journal:
+        run_batch(EchoEngine(), list(parse_items(inputs()))[:2], journal)  # type: ignore[arg-type]
+    engine = EchoEngine()
+    with Journal(out) as journal:
+        summary = run_batch(engine, parse_items(inputs()), journal, width=3)  # type: ignore[arg-type]
+    assert engine.calls == ["six", "seven eight"]
+    assert (summary.skipped, summary.done, summary.errors) == (2, 2, 1)
+    assert len(out.read_text().splitlines()) == 5
+
+
+def test_width_does_not_change_what_is_answered(tmp_path: Path) -> None:
+    texts = []
+    for width in (1, 2, 4):
+        out = tmp_path / f"out{width}.jsonl"
+        progress: list[tuple[int, int]] = []
+        with Journal(out) as journal:
+            run_batch(
+                EchoEngine(),  # type: ignore[arg-type]
+                parse_items(inputs()),
+                journal,
+                width=width,
+                on_progress=lambda done, total, seen=progress: seen.append((done, total)),
+            )
+        texts.append({k: v.get("text") for k, v in by_id(out).items()})
+        assert progress[-1] == (5, 5)
+    assert texts[0] == texts[1] == texts[2]
