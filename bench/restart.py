@@ -36,8 +36,9 @@ def _cursor(text: str, line: int) -> int:
 
 def _ask(completer: Completer, path: Path, text: str, line: int, label: str) -> dict[str, Any]:
     engine = completer.worker.engine
-    assert engine is not None and engine.warmer is not None
-    restored, small = engine.tokens_restored, engine.warmer.first_prompts
+    warmer = completer.worker.warmer
+    assert engine is not None and warmer is not None
+    restored, small = engine.tokens_restored, warmer.first_prompts
     offset = _cursor(text, line)
     request = CompletionRequest(text=text, offset=offset, path=path.name, max_tokens=24)
     t0 = time.perf_counter()
@@ -55,7 +56,7 @@ def _ask(completer: Completer, path: Path, text: str, line: int, label: str) -> 
         "tokens_evaluated": gen.tokens_evaluated,
         "tokens_restored": engine.tokens_restored - restored,
         "restore_ms": engine.last_restore.get("ms") if engine.tokens_restored > restored else None,
-        "small_first_prompt": engine.warmer.first_prompts > small,
+        "small_first_prompt": warmer.first_prompts > small,
         "text": result.text,
     }
     print(json.dumps(row), flush=True)
@@ -65,10 +66,11 @@ def _ask(completer: Completer, path: Path, text: str, line: int, label: str) -> 
 def _settle(completer: Completer, timeout: float = 300.0) -> float:
     """Wait until the warm-up and the state saves are done (the user idle); returns seconds waited."""
     engine = completer.worker.engine
-    assert engine is not None and engine.warmer is not None
+    warmer = completer.worker.warmer
+    assert engine is not None and warmer is not None
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < timeout:
-        if not completer.worker.busy and not engine.warmer.pending:
+        if not completer.worker.busy and not warmer.pending:
             break
         time.sleep(0.05)
     if engine.store is not None:
@@ -91,13 +93,11 @@ def main() -> None:
     os.environ["FIMBLE_KV_STATE_DIR"] = str(state)
 
     def load() -> Engine:
-        engine = Engine(model)
-        attach_warmup(engine)
-        return engine
+        return Engine(model)
 
     rows: list[dict[str, Any]] = []
     settled: dict[str, float] = {}
-    completer = Completer(load=load, prefetch=False)
+    completer = Completer(load=load, prefetch=False, warmup=attach_warmup)
     assert completer.wait_ready(300)
     _settle(completer)  # the start-up speed measurement, as a server does long before the first request
     rows.append(_ask(completer, a, text_a, 1500, "new_file_first"))
@@ -109,11 +109,12 @@ def main() -> None:
     rows.append(_ask(completer, a, text_a, 1504, "switch_back"))
     _settle(completer)
     engine = completer.worker.engine
-    assert engine is not None and engine.store is not None and engine.warmer is not None
-    speed = {"prompt_tps": engine.warmer.speed.prompt_tps, "ms_per_token": engine.warmer.speed.ms_per_token}
+    warmer = completer.worker.warmer
+    assert engine is not None and engine.store is not None and warmer is not None
+    speed = {"prompt_tps": warmer.speed.prompt_tps, "ms_per_token": warmer.speed.ms_per_token}
     stored = {"entries": len(engine.store.entries()), "bytes": engine.store.total_bytes}
     completer.close()
-    completer = Completer(load=load, prefetch=False)
+    completer = Completer(load=load, prefetch=False, warmup=attach_warmup)
     assert completer.wait_ready(300)
     _settle(completer)
     rows.append(_ask(completer, a, text_a, 1506, "after_restart"))

@@ -17,7 +17,7 @@ from fimble.completion.engine import Engine
 from fimble.completion.mixin import CompleterParts
 from fimble.completion.service import CompletionRequest, CompletionResult, complete
 from fimble.completion.typeahead import TypeAhead
-from fimble.completion.worker import EngineWorker, Job
+from fimble.completion.worker import EngineWorker, Job, JobKind
 
 __all__ = ["WorkAhead"]
 
@@ -79,7 +79,7 @@ class WorkAhead(CompleterParts):
     def _schedule_prefetch(self, key: str, request: CompletionRequest, result: CompletionResult) -> None:
         """Once idle, generate what follows ``result`` when it is accepted (the next lines), so that
         accepting it, or typing through it, is answered without the model. Any request for the
-        model cancels it (``_cancel_prefetch``); it only ever fills the type-ahead and the cache."""
+        model cancels it (``scheduler.RULES``); it only ever fills the type-ahead and the cache."""
         line_rest = request.suffix.split("\n", 1)[0]
         if not self.prefetch or request.multiline is False or not result.text.strip() or line_rest.strip():
             return
@@ -90,8 +90,7 @@ class WorkAhead(CompleterParts):
         def run(engine: Engine, cancel: CancelToken) -> None:
             if cancel.cancelled or not self._typeahead.shows(key, *base):
                 return
-            cancel.background = True  # a request stops even its short prompt evaluation
-            more = complete(engine, follow, cancel)
+            more = complete(engine, follow, cancel, warmer=self.worker.warmer)
             if more.stop_reason == "cancelled":
                 return
             with self._lock:
@@ -104,12 +103,6 @@ class WorkAhead(CompleterParts):
 
         with self._lock:
             try:
-                self._prefetching = self.worker.submit(run, f"prefetch\0{key}")
+                self._prefetching = self.worker.submit(run, f"prefetch\0{key}", JobKind.PREFETCH)
             except RuntimeError:  # closing
                 self._prefetching = None
-
-    def _cancel_prefetch(self) -> None:
-        with self._lock:
-            job, self._prefetching = self._prefetching, None
-        if job is not None and not job.future.done():
-            self.worker.cancel(job)

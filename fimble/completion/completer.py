@@ -24,7 +24,7 @@ from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine, Generation
 from fimble.completion.fim import FimPrompt
 from fimble.completion.guide import Guide
-from fimble.completion.loading import load_engine
+from fimble.completion.loading import attach_warmup, load_engine
 from fimble.completion.report import generation_stats
 from fimble.completion.service import (
     CompletionRequest,
@@ -36,7 +36,8 @@ from fimble.completion.service import (
     wants_multiline,
 )
 from fimble.completion.typeahead import Flight, FlightCancel, TypeAhead
-from fimble.completion.worker import Busy, EngineWorker, Job
+from fimble.completion.warmup import Warmer
+from fimble.completion.worker import Busy, EngineWorker, Job, JobKind
 
 __all__ = ["EARLY_LINES", "Completer", "CompleterStats"]
 
@@ -75,8 +76,10 @@ class Completer(WorkAhead, Adoption):
         cache: CompletionCache | None = None,
         prefetch: bool = True,
         after: Callable[[], object] | None = None,
+        warmup: Callable[[Engine], Warmer | None] | None = None,
     ) -> None:
-        """``after``: called on the engine thread before the model loads (``EngineWorker``)."""
+        """``after``: called on the engine thread before the model loads; ``warmup``: gives the
+        loaded engine's warmer (default: ``attach_warmup`` for a model loaded here) (``EngineWorker``)."""
         self.model = model
         # Memory only unless given one: the server passes its process-wide, disk-backed cache.
         self.cache = cache or CompletionCache(CacheConfig(disk_mb=0))
@@ -91,9 +94,10 @@ class Completer(WorkAhead, Adoption):
         self.last: dict[str, object] = {}  # the last request's timeline, for `fimble.status`
         self._typeahead = TypeAhead()
         self.worker = EngineWorker(
-            load or (lambda: load_engine(model, threads=threads, n_ctx=n_ctx, warmup=True)),
+            load or (lambda: load_engine(model, threads=threads, n_ctx=n_ctx)),
             busy=busy,
             after=after,
+            warmup=warmup or (None if load else attach_warmup),
         )
 
     @property
@@ -157,7 +161,6 @@ class Completer(WorkAhead, Adoption):
     ) -> Job[CompletionResult]:
         """Run ``request`` on the model as a flight others may adopt; ``waiter`` is the cancel token
         of the request it answers when that is not the job's own (a re-run for an adopter)."""
-        self._cancel_prefetch()
         self._drop_orphans(key)
         flight = Flight(key or "", request.prefix, request.suffix, request.path, request.max_tokens)
         multiline = request.multiline
@@ -174,8 +177,10 @@ class Completer(WorkAhead, Adoption):
             with self._lock:
                 flight.running = True
             try:
-                planned = plan(engine, request)
-                result = self._small_answer(planned, cache_key) or generate(engine, planned, cancel, on_text)
+                planned = plan(engine, request, warmer=self.worker.warmer)
+                result = self._small_answer(planned, cache_key) or generate(
+                    engine, planned, cancel, on_text, warmer=self.worker.warmer
+                )
             except BaseException as err:
                 self._land(flight, None, err)
                 raise
@@ -202,7 +207,7 @@ class Completer(WorkAhead, Adoption):
                 if (old := self._flights.get(key)) is not None:
                     old.dead = True
                 self._flights[key] = flight
-            job = self.worker.submit(run, key)
+            job = self.worker.submit(run, key, JobKind.REQUEST if waiter is None else JobKind.ADOPTED)
             flight.waiters.append(waiter or job.cancel)
         return job
 
@@ -322,7 +327,6 @@ class Completer(WorkAhead, Adoption):
         the worker thread from the engine (tokenizer, FIM ids). A built ``FimPrompt`` lets the engine
         move its repository chunks in the KV cache, as for editor requests."""
         submitted = time.perf_counter()
-        self._cancel_prefetch()
 
         def run(engine: Engine, cancel: CancelToken) -> Generation:
             started = time.perf_counter()

@@ -33,7 +33,6 @@ from fimble.models import cpu_path
 
 if TYPE_CHECKING:
     from fimble.completion.guide import Guide
-    from fimble.completion.warmup import Warmer
 
 __all__ = ["Engine", "EngineConfig", "Generation", "StopCheck", "default_threads"]
 
@@ -212,7 +211,6 @@ class Engine:
         self._can_shift = bool(llama_cpp.llama_memory_can_shift(self._mem))
         self.tokens_shifted = 0  # KV cells moved instead of evaluated, since load (for status/bench)
         self.store: KVStore | None = None  # saved states on disk (``attach_store``)
-        self.warmer: Warmer | None = None  # small first prompts, idle warm-up and saves (``loading``)
         self.tokens_restored = 0  # KV cells read back from disk instead of evaluated, since load
         self.last_restore: dict[str, float] = {}  # tokens and ms of the last state read back
         self._abort_cb = llama_cpp.ggml_abort_callback(self._should_abort)

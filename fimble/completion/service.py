@@ -3,7 +3,8 @@
 Front doors (CLI, LSP, HTTP) build a ``CompletionRequest`` and call ``complete`` on the thread that
 owns the engine (see ``fimble.completion.worker``); nothing here knows about LSP or HTTP. ``complete``
 is ``plan`` (the prompt as it will be evaluated) then ``generate``: the completer looks between the
-two whether the very same small prompt was answered before.
+two whether the very same small prompt was answered before. The worker's ``warmer``, when given,
+picks a smaller first prompt at a cold place and learns this machine's speed from each generation.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import hashlib
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine, Generation
@@ -21,6 +23,9 @@ from fimble.completion.imports import ImportChoices, split_choices
 from fimble.completion.postprocess import clean_completion
 from fimble.completion.shape import CursorSyntax, analyze, resolve_language, stop_context
 from fimble.completion.stops import StopContext, make_stop_check
+
+if TYPE_CHECKING:
+    from fimble.completion.warmup import Warmer
 
 __all__ = [
     "CompletionRequest",
@@ -109,8 +114,8 @@ class Plan:
         return hashlib.blake2b(array("i", self.prompt.tokens).tobytes(), digest_size=16).digest()
 
 
-def plan(engine: Engine, request: CompletionRequest) -> Plan:
-    """Build the prompt ``request`` is answered from (the warmer may pick a smaller first prompt
+def plan(engine: Engine, request: CompletionRequest, *, warmer: Warmer | None = None) -> Plan:
+    """Build the prompt ``request`` is answered from (``warmer`` may pick a smaller first prompt
     where the KV cache is cold); on the engine's owning thread."""
     prefix, suffix = request.prefix, request.suffix
     choices, files = split_choices(request.context_files)
@@ -127,7 +132,7 @@ def plan(engine: Engine, request: CompletionRequest) -> Plan:
         context_budget=request.context_budget,
     )
     small = False
-    if (warmer := getattr(engine, "warmer", None)) is not None:  # cold region: a small prompt first
+    if warmer is not None:  # cold region: a small prompt first
         prompt = warmer.choose(
             engine,
             prompt,
@@ -158,8 +163,11 @@ def generate(
     planned: Plan,
     cancel: CancelToken | None = None,
     on_text: Callable[[str], None] | None = None,
+    *,
+    warmer: Warmer | None = None,
 ) -> CompletionResult:
-    """Decode ``planned`` on ``engine`` (its owning thread) and clean the text up.
+    """Decode ``planned`` on ``engine`` (its owning thread) and clean the text up (``warmer`` is
+    told how fast it went).
 
     ``on_text`` sees the raw text generated so far after each token (a request typed meanwhile may
     wait for this generation when it agrees with it)."""
@@ -173,7 +181,7 @@ def generate(
         reuse_limit=prompt.stable_len,
         guide=import_guide(planned.choices, request.prefix),
     )
-    if (warmer := getattr(engine, "warmer", None)) is not None:
+    if warmer is not None:
         warmer.observe(generation)
     return result_of(planned, clean_completion(generation.text, planned.stop), generation)
 
@@ -204,6 +212,8 @@ def complete(
     request: CompletionRequest,
     cancel: CancelToken | None = None,
     on_text: Callable[[str], None] | None = None,
+    *,
+    warmer: Warmer | None = None,
 ) -> CompletionResult:
     """Run one request on ``engine``; must be called from the engine's owning thread."""
-    return generate(engine, plan(engine, request), cancel, on_text)
+    return generate(engine, plan(engine, request, warmer=warmer), cancel, on_text, warmer=warmer)

@@ -121,7 +121,7 @@ def first_budgets(total: int, prefix: int, suffix: int, context: int) -> tuple[i
 
 
 class Warmer:
-    """Per engine: which prompt to answer from now, and what to do with idle time."""
+    """Per engine worker: which prompt to answer from now, and what to do with idle time."""
 
     def __init__(self) -> None:
         self.speed = SpeedMeter()
@@ -361,10 +361,11 @@ class Warmer:
         return True
 
 
-def describe(engine: object) -> dict[str, object]:
-    """The KV state store and warm-up numbers of ``engine`` for `fimble.status` (empty: none)."""
+def describe(engine: object, warmer: Warmer | None) -> dict[str, object]:
+    """The KV state store of ``engine`` and the numbers of its worker's ``warmer`` for
+    `fimble.status` (empty: none)."""
     out: dict[str, object] = {}
-    store, warmer = getattr(engine, "store", None), getattr(engine, "warmer", None)
+    store = getattr(engine, "store", None)
     if store is not None:
         out.update(
             kv_state_dir=str(store.root),

@@ -1,50 +1,45 @@
 """The one thread that owns the model.
 
-Front doors never touch the engine: they ``submit`` a job and await its future (from asyncio with
-``asyncio.wrap_future``). Jobs run one at a time, in order. A job submitted with a ``key`` (a document
-URI, an HTTP client) supersedes the pending or running job with the same key: the older one is
-cancelled, which stops it between tokens or aborts its prompt evaluation.
+Front doors never touch the engine: they ``submit`` a job and await its future (from asyncio through
+``fimble.completion.jobs``). Jobs run one at a time, the most urgent kind first and in order within a
+kind; what a new job does to the work under way (supersede by key, pre-empt a prefetch, stop the
+idle step, let indexing step aside) is ``fimble.completion.scheduler``'s table, applied here.
 
 The model loads on the worker thread, so a server can answer requests (with nothing) while it loads.
 
-When no job is queued the worker gives the engine's ``warmer`` (``fimble.completion.warmup``) idle
-time, one short step at a time; any submitted job cancels the step under way (abort callback).
+When no job of a more urgent kind is queued the worker gives its ``warmer``
+(``fimble.completion.warmup``) idle time, one short step at a time (``JobKind.WARMUP``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections import deque
-from collections.abc import Callable
-from concurrent.futures import Future
-from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine
+from fimble.completion.scheduler import Decision, Job, JobKind, JobQueue, decide, supersedes, token_for
 from fimble.errors import Cancelled, FimbleError
 
-__all__ = ["Busy", "EngineWorker", "Job"]
+if TYPE_CHECKING:
+    from fimble.completion.warmup import Warmer
+
+__all__ = ["Busy", "EngineWorker", "Job", "JobKind"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
 class Busy(Protocol):
-    """Told when the model starts and stops working, so background work (indexing) can step aside."""
+    """Told when the model starts and stops working, so background work (indexing) can step aside
+    (``JobKind.INDEX`` in the scheduler's table)."""
 
     def enter(self) -> None: ...
 
     def exit(self) -> None: ...
-
-
-@dataclass(eq=False)
-class Job(Generic[T]):
-    fn: Callable[[Engine, CancelToken], T]
-    key: str | None = None
-    cancel: CancelToken = field(default_factory=CancelToken)
-    future: Future[T] = field(default_factory=Future)
 
 
 def _fail(job: Job[Any], err: BaseException) -> None:
@@ -61,7 +56,9 @@ class EngineWorker:
     job (``load_error``) so the server stays up and can tell the user what to do. ``after`` is called
     on that thread before ``load``: a model switch passes the replaced worker's ``join``, so two
     engines never run at once (nor two KV stores on one state directory); a worker stopped by then
-    does not load at all.
+    does not load at all. ``warmup`` is called on that thread with the loaded engine and gives the
+    worker its ``warmer`` (``loading.attach_warmup``: small first prompts, idle warm-up), which the
+    jobs pass to ``fimble.completion.service``; None: no warmer.
     """
 
     def __init__(
@@ -70,13 +67,16 @@ class EngineWorker:
         name: str = "fimble-engine",
         busy: Busy | None = None,
         after: Callable[[], object] | None = None,
+        warmup: Callable[[Engine], Warmer | None] | None = None,
     ) -> None:
         self._load = load
         self._after = after
+        self._warmup = warmup
         self._busy = busy
         self._engine: Engine | None = None
+        self.warmer: Warmer | None = None
         self.load_error: FimbleError | None = None
-        self._jobs: deque[Job[Any]] = deque()
+        self._jobs = JobQueue()
         self._running: Job[Any] | None = None
         self._cond = threading.Condition()
         self._closed = False
@@ -97,25 +97,48 @@ class EngineWorker:
         with self._cond:
             return self._running is not None or bool(self._jobs)
 
-    def submit(self, fn: Callable[[Engine, CancelToken], T], key: str | None = None) -> Job[T]:
-        job: Job[T] = Job(fn, key)
+    def submit(
+        self, fn: Callable[[Engine, CancelToken], T], key: str | None = None, kind: JobKind = JobKind.REQUEST
+    ) -> Job[T]:
+        """Queue ``fn`` as a job of ``kind``, applying the scheduler's rules to the work under way."""
+        job: Job[T] = Job(fn, key, cancel=token_for(kind), kind=kind)
         with self._cond:
             if self._closed:
                 raise RuntimeError("worker is closed")
-            if key is not None:
-                self._supersede(key)
-            self._jobs.append(job)
-            if self._idle_cancel is not None:
-                self._idle_cancel.cancel("request")
+            self._admit(job)
+            self._jobs.push(job)
             self._cond.notify()
         return job
 
+    def _admit(self, new: Job[Any]) -> None:
+        """What ``new`` does to the queued, running and idle work (``scheduler.RULES``)."""
+        for old in self._jobs:
+            if supersedes(new.key, old.key):
+                self._drop(old, "superseded", "superseded by a newer request")
+            elif decide(old.kind, new.kind) is Decision.PREEMPT:
+                self._drop(old, "pre-empted", f"pre-empted by a {new.kind.name.lower()} job")
+        running = self._running
+        if running is not None:
+            if supersedes(new.key, running.key):
+                running.cancel.cancel("superseded")
+            else:
+                decision = decide(running.kind, new.kind)
+                if decision is Decision.PREEMPT:
+                    running.cancel.cancel("pre-empted")
+                elif decision is Decision.REQUEUE:
+                    running.cancel.pause()
+        if self._idle_cancel is not None and decide(JobKind.WARMUP, new.kind) is not Decision.AFTER:
+            self._idle_cancel.cancel("request")
+
+    def _drop(self, job: Job[Any], reason: str, message: str) -> None:
+        self._jobs.remove(job)
+        job.cancel.cancel(reason)
+        _fail(job, Cancelled(message))
+
     def _supersede(self, key: str) -> None:
-        for old in list(self._jobs):
+        for old in self._jobs:
             if old.key == key:
-                self._jobs.remove(old)
-                old.cancel.cancel("superseded")
-                _fail(old, Cancelled("superseded by a newer request"))
+                self._drop(old, "superseded", "superseded by a newer request")
         if self._running is not None and self._running.key == key:
             self._running.cancel.cancel("superseded")
 
@@ -128,8 +151,7 @@ class EngineWorker:
         """Cancel a job: dropped if still queued, stopped at the next token if running."""
         with self._cond:
             job.cancel.cancel()
-            if job in self._jobs:
-                self._jobs.remove(job)
+            if self._jobs.remove(job):
                 _fail(job, Cancelled("cancelled"))
 
     def _run(self) -> None:
@@ -140,6 +162,8 @@ class EngineWorker:
                 stopped = self._closed
             if not stopped:
                 self._engine = self._load()
+                if self._warmup is not None:
+                    self.warmer = self._warmup(self._engine)
         except FimbleError as err:
             self.load_error = err
             log.error("model failed to load: %s", err)
@@ -148,7 +172,7 @@ class EngineWorker:
             self.load_error = FimbleError(f"the model failed to load: {err}; see the log")
         finally:
             # The warmer's first idle step measures this machine's speed (``warmup.Warmer.measure``).
-            self._idle_due = getattr(self._engine, "warmer", None) is not None
+            self._idle_due = self._engine is not None and self.warmer is not None
             self.ready.set()
         while True:
             with self._cond:
@@ -156,15 +180,17 @@ class EngineWorker:
                     self._cond.wait()
                 if self._closed and not self._jobs:
                     break
-                if not self._jobs:
+                top = self._jobs.peek()
+                if top is None or (self._idle_due and not self._closed and top.kind > JobKind.WARMUP):
                     self._idle_due = False
                     self._idle_cancel = idle = CancelToken()
                     self._idle_step(idle)
                     continue
-                job = self._jobs.popleft()
+                job = self._jobs.pop()
                 self._running = job
             try:
-                if not job.future.set_running_or_notify_cancel():
+                # A requeued job's future is running already.
+                if not job.future.running() and not job.future.set_running_or_notify_cancel():
                     continue
                 if self.load_error is not None:
                     job.future.set_exception(self.load_error)
@@ -172,34 +198,38 @@ class EngineWorker:
                     job.future.set_exception(Cancelled(job.cancel.reason))
                 else:
                     assert self._engine is not None
-                    job.future.set_result(self._run_job(job))
+                    result = self._run_job(job)
+                    if not self._requeued(job):
+                        job.future.set_result(result)
             except BaseException as err:  # delivered to the waiting front door, never lost
-                if not job.future.done():
+                if not self._requeued(job) and not job.future.done():
                     job.future.set_exception(err)
             finally:
                 with self._cond:
                     self._running = None
-                    self._idle_due = (
-                        self._engine is not None and getattr(self._engine, "warmer", None) is not None
-                    )
+                    self._idle_due = self._engine is not None and self.warmer is not None
         if self._engine is not None:
             self._engine.close()
 
+    def _requeued(self, job: Job[Any]) -> bool:
+        """Put a job stopped by a more urgent one (``Decision.REQUEUE``) back in the queue, its
+        outcome so far dropped; False when it was not stopped so, or was cancelled meanwhile."""
+        with self._cond:
+            if self._closed or not job.cancel.resume():
+                return False
+            self._jobs.push(job)
+            return True
+
     def _idle_step(self, cancel: CancelToken) -> None:
         """Run one step of the warmer with the lock released; it asks for more by returning True."""
-        warmer = getattr(self._engine, "warmer", None)
+        warmer = self.warmer
         if warmer is None or self._engine is None:
             return
         self._cond.release()
         more = False
         try:
-            if self._busy is not None:
-                self._busy.enter()
-            try:
+            with self._stepping_aside(JobKind.WARMUP):
                 more = bool(warmer.idle(self._engine, cancel))
-            finally:
-                if self._busy is not None:
-                    self._busy.exit()
         except Exception:  # background work must never take the worker down
             log.exception("idle work failed")
         finally:
@@ -210,11 +240,18 @@ class EngineWorker:
 
     def _run_job(self, job: Job[T]) -> T:
         assert self._engine is not None
-        if self._busy is None:
+        with self._stepping_aside(job.kind):
             return job.fn(self._engine, job.cancel)
+
+    @contextlib.contextmanager
+    def _stepping_aside(self, kind: JobKind) -> Iterator[None]:
+        """Indexing steps aside while the model does work of ``kind`` (``Busy`` enter/exit)."""
+        if self._busy is None or decide(JobKind.INDEX, kind) is Decision.AFTER:
+            yield
+            return
         self._busy.enter()
         try:
-            return job.fn(self._engine, job.cancel)
+            yield
         finally:
             self._busy.exit()
 

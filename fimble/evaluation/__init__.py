@@ -225,7 +225,7 @@ def _run_ceiling(
             bar.set_postfix_str(model)
             # No warmer: every sample is answered from its full prompt (context included), as the
             # server does once a region is warm; the cold region's first prompt is what ``served`` sees.
-            engine = load_engine(model, threads=config.threads, warmup=False)
+            engine = load_engine(model, threads=config.threads)
             try:
                 run_model(engine, model, prepared, config, bar.update, on_row=keep)
             finally:

@@ -49,10 +49,12 @@ class IndexHook(Protocol):
         """Numbers for ``fimble.status`` (files, chunks, state)."""
 
     def enter(self) -> None:
-        """The model started a job: background indexing steps aside until ``exit``."""
+        """The model started work (a job or an idle warm-up step): background indexing steps aside
+        until ``exit``. The engine worker calls it for every kind the scheduler's table lets pre-empt
+        indexing (``fimble.completion.scheduler``, ``JobKind.INDEX``): all model work."""
 
     def exit(self) -> None:
-        """The model's job ended."""
+        """The model's work ended."""
 
 
 class NullIndex:

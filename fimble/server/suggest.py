@@ -4,7 +4,8 @@ Both LSP features (inline completion and the completion fallback) and any other 
 through ``Suggester.suggest``: debounce, cross-file context with a deadline, one job on the shared
 engine worker keyed by document (a newer request supersedes an older one), a per-request deadline
 after which the job is stopped and its whole lines are kept, and client cancellation passed down
-to the engine as a cancel token. Everything here works on plain values; LSP types stay in ``lsp/``.
+to the engine as a cancel token (``fimble.completion.jobs``, as for HTTP). Everything here works
+on plain values; LSP types stay in ``lsp/``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from fimble.completion.completer import EARLY_LINES
 from fimble.completion.imports import IMPORT_CHOICES
+from fimble.completion.jobs import Awaiting
 from fimble.completion.postprocess import whole_lines
 from fimble.completion.report import explanation, generation_stats
 from fimble.completion.service import CompletionRequest, CompletionResult
@@ -186,39 +188,18 @@ class Suggester:
     ) -> CompletionResult | None:
         """Wait for ``job`` until ``deadline`` (until ``prompt_wait`` while it has nothing to show:
         the model is still reading its prompt, or its first line is unfinished); then stop it and
-        take what it has.
-
-        A loop future mirrors the job's future (not ``asyncio.wrap_future``, whose cancellation
-        would cancel the concurrent future behind the worker's back).
+        take what it has. A cancelled request (``$/cancelRequest``) cancels the job (``Awaiting``).
         """
-        loop = asyncio.get_running_loop()
-        mirror: asyncio.Future[CompletionResult] = loop.create_future()
-        # Nobody awaits the mirror once the request was cancelled or detached; mark its outcome as
-        # seen, or asyncio logs "Future exception was never retrieved" on every superseded keystroke.
-        mirror.add_done_callback(lambda f: f.cancelled() or f.exception())
-
-        def transfer(src: Any) -> None:
-            if mirror.done():
-                return
-            if src.cancelled():
-                mirror.set_exception(Cancelled("cancelled"))
-            elif (exc := src.exception()) is not None:
-                mirror.set_exception(exc)
-            else:
-                mirror.set_result(src.result())
-
-        job.future.add_done_callback(lambda f: loop.call_soon_threadsafe(transfer, f))
+        waiting = Awaiting(job, self.completer.cancel)
         try:
             try:
-                return await asyncio.wait_for(asyncio.shield(mirror), max(0.0, deadline - time.monotonic()))
+                return await waiting.result(max(0.0, deadline - time.monotonic()))
             except TimeoutError:
                 pending = getattr(self.completer, "nothing_to_show", None)
                 if pending is not None and pending(job) and time.monotonic() < prompt_wait:
                     timeline["waited_past_deadline"] = True
                     with contextlib.suppress(TimeoutError):
-                        return await asyncio.wait_for(
-                            asyncio.shield(mirror), max(0.0, prompt_wait - time.monotonic())
-                        )
+                        return await waiting.result(max(0.0, prompt_wait - time.monotonic()))
                 timeline["deadline_hit"] = True
                 detach = getattr(self.completer, "detach", None)
                 if detach is not None and detach(job):
@@ -227,10 +208,7 @@ class Suggester:
                     timeline["outcome"] = "deadline_prompt"
                     return None
                 job.cancel.cancel("deadline")
-                return await mirror
-        except asyncio.CancelledError:
-            self.completer.cancel(job)  # $/cancelRequest: stop within one token
-            raise
+                return await waiting.result()
         except Cancelled:
             timeline["outcome"] = "superseded"
             return None

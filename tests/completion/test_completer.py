@@ -205,9 +205,9 @@ def test_a_small_first_prompts_answer_is_not_the_answer_at_that_place_for_good(t
     """The cold answer (small prompt, no repository context) is shown but not cached, also not on
     disk: the same request once the full prompt is warm gets the full prompt's answer."""
     engine = ScriptedEngine("cold()", "cold()", "warm()", "other()")
-    engine.warmer = ColdThenWarm(cold=2)  # type: ignore[attr-defined]
+    warmer = ColdThenWarm(cold=2)
     cache = CompletionCache(CacheConfig(path=tmp_path / "cache"))
-    completer = Completer(load=lambda: engine, cache=cache, prefetch=False)  # type: ignore[arg-type, return-value]
+    completer = Completer(load=lambda: engine, cache=cache, prefetch=False, warmup=lambda _e: warmer)  # type: ignore[arg-type, return-value]
     first = completer.submit(request("xs."), key="doc").future.result(5)
     assert first.text == "cold()" and first.provisional
     completer.submit(request("ys."), key="doc").future.result(5)  # elsewhere, and cold too
@@ -225,8 +225,8 @@ def test_the_same_small_prompt_again_is_answered_without_the_model_while_the_pla
     """A focus starts a suggestion at a cold place (a small prompt); the keystroke that follows gets
     that answer without the model, as long as the warmer still picks the same small prompt."""
     engine = ScriptedEngine("cold()", "elsewhere()", "warm()")
-    engine.warmer = ColdThenWarm(cold=3)  # type: ignore[attr-defined]
-    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    warmer = ColdThenWarm(cold=3)
+    completer = Completer(load=lambda: engine, prefetch=False, warmup=lambda _e: warmer)  # type: ignore[arg-type, return-value]
     assert completer.submit(request("xs."), key="a").future.result(5).text == "cold()"
     completer.submit(request("ys."), key="b").future.result(5)
     again = completer.submit(request("xs."), key="a").future.result(5)
@@ -241,8 +241,8 @@ def test_an_invoked_request_at_a_cold_place_can_fall_back_on_the_small_prompts_a
     """``provisional`` gives what the small prompt answered at this very place (an invoked request
     there asks for the full prompt, which may not be read by its deadline), and nothing elsewhere."""
     engine = ScriptedEngine("cold()")
-    engine.warmer = ColdThenWarm(cold=1)  # type: ignore[attr-defined]
-    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    warmer = ColdThenWarm(cold=1)
+    completer = Completer(load=lambda: engine, prefetch=False, warmup=lambda _e: warmer)  # type: ignore[arg-type, return-value]
     assert completer.provisional(request("xs.")) is None
     completer.submit(request("xs."), key="a").future.result(5)
     invoked = replace(request("xs."), full_prompt=True)

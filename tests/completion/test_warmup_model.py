@@ -48,11 +48,9 @@ def _completer() -> Completer:
     """A completer on the small model with the warmer and KV store attached, ready to answer."""
 
     def load() -> Engine:
-        engine = Engine(model_path(SMALL))
-        attach_warmup(engine)
-        return engine
+        return Engine(model_path(SMALL))
 
-    completer = Completer(load=load, prefetch=False)
+    completer = Completer(load=load, prefetch=False, warmup=attach_warmup)
     if not completer.wait_ready(300):
         completer.close()
         pytest.fail("the model did not load")
@@ -64,7 +62,8 @@ def test_small_first_prompt_then_warm_full_prompt() -> None:
     completer = _completer()
     try:
         engine = completer.worker.engine
-        assert engine is not None and engine.warmer is not None and engine.store is not None
+        warmer = completer.worker.warmer
+        assert engine is not None and warmer is not None and engine.store is not None
         text = SOURCE.read_text()
 
         def ask(line: int) -> tuple[int, int, int]:
@@ -81,21 +80,21 @@ def test_small_first_prompt_then_warm_full_prompt() -> None:
             return gen.prompt_tokens, gen.tokens_evaluated, gen.tokens_reused
 
         prompt_tokens, evaluated, _ = ask(1500)
-        assert engine.warmer.first_prompts == 1
+        assert warmer.first_prompts == 1
         assert prompt_tokens < 1000 and evaluated == prompt_tokens  # small (sized to the speed) and cold
 
         deadline = time.monotonic() + 300
-        while (completer.worker.busy or engine.warmer.pending) and time.monotonic() < deadline:
+        while (completer.worker.busy or warmer.pending) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not engine.warmer.pending
-        assert engine.warmer.warmed_tokens > 1000
+        assert not warmer.pending
+        assert warmer.warmed_tokens > 1000
         assert engine.store.flush(60)
         # The small prompt's head, saved when warming began, and the warmed head, saved once idle.
         sizes = sorted(e.n_tokens for e in engine.store.entries())
         assert len(sizes) == 2 and sizes[0] < prompt_tokens < 1000 < sizes[1]
 
         prompt_tokens, evaluated, reused = ask(1501)  # the next line: warm now
-        assert engine.warmer.first_prompts == 1
+        assert warmer.first_prompts == 1
         assert prompt_tokens > 1000
         assert evaluated < 128 and reused == prompt_tokens - evaluated
     finally:
@@ -110,7 +109,8 @@ def test_back_at_the_next_line_after_a_switch_reads_the_small_head_back() -> Non
     completer = _completer()
     try:
         engine = completer.worker.engine
-        assert engine is not None and engine.warmer is not None and engine.store is not None
+        warmer = completer.worker.warmer
+        assert engine is not None and warmer is not None and engine.store is not None
         a = SOURCE.read_text()
         b = (SOURCE.parent / "textwrap.py").read_text()
 
@@ -120,14 +120,14 @@ def test_back_at_the_next_line_after_a_switch_reads_the_small_head_back() -> Non
             return gen.prompt_tokens, gen.tokens_evaluated, gen.tokens_reused
 
         first_tokens, first_evaluated, _ = ask(a, 1500, "argparse.py")
-        assert engine.warmer.first_prompts == 1 and first_evaluated == first_tokens  # small and cold
+        assert warmer.first_prompts == 1 and first_evaluated == first_tokens  # small and cold
         ask(b, 300, "textwrap.py")  # the engine leaves argparse.py (its full prompt never warmed)
-        assert engine.warmer.first_prompts == 2
+        assert warmer.first_prompts == 2
         assert engine.store.flush(60)
         restored = engine.tokens_restored
 
         prompt_tokens, evaluated, reused = ask(a, 1501, "argparse.py")
-        assert engine.warmer.first_prompts == 3  # still a small prompt, the region is not warm
+        assert warmer.first_prompts == 3  # still a small prompt, the region is not warm
         assert engine.tokens_restored > restored  # argparse.py's small head, read back
         assert prompt_tokens >= first_tokens  # from the same start line, one line longer
         assert evaluated < 80 and reused == prompt_tokens - evaluated  # the new line, suffix, middle
@@ -138,7 +138,8 @@ def test_back_at_the_next_line_after_a_switch_reads_the_small_head_back() -> Non
         completer.close()
         completer = _completer()
         engine = completer.worker.engine
-        assert engine is not None and engine.warmer is not None
+        warmer = completer.worker.warmer
+        assert engine is not None and warmer is not None
         prompt_tokens, evaluated, reused = ask(a, 1502, "argparse.py")
         assert engine.tokens_restored > 0 and prompt_tokens >= first_tokens
         assert evaluated < 80 and reused == prompt_tokens - evaluated

@@ -1,4 +1,5 @@
-"""The engine worker: one job at a time, supersede by key, cancel, load failures kept."""
+"""The engine worker: one job at a time, supersede by key, cancel, load failures kept; the scheduler's
+rules (``scheduler.RULES``) on fake jobs: order by kind, pre-emption, requeue, indexing steps aside."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 import pytest
 
 from fimble.completion.cancel import CancelToken
+from fimble.completion.scheduler import JobKind
 from fimble.completion.worker import EngineWorker
 from fimble.errors import Cancelled, ModelNotFound
 
@@ -110,9 +112,7 @@ class _IdleWarmer:
 
 def test_idle_work_runs_after_jobs_and_yields_to_a_new_job() -> None:
     warmer = _IdleWarmer(steps=1000)
-    engine = FakeEngine()
-    engine.warmer = warmer  # type: ignore[attr-defined]
-    worker = EngineWorker(lambda: engine)  # type: ignore[arg-type, return-value]
+    worker = EngineWorker(FakeEngine, warmup=lambda _e: warmer)  # type: ignore[arg-type, return-value]
     assert worker.submit(lambda e, c: 1).future.result(5) == 1
     assert warmer.started.wait(5)  # idle time went to the warmer
     assert worker.submit(lambda e, c: 2).future.result(5) == 2
@@ -122,10 +122,189 @@ def test_idle_work_runs_after_jobs_and_yields_to_a_new_job() -> None:
 
 def test_idle_work_stops_when_the_warmer_has_nothing_left() -> None:
     warmer = _IdleWarmer(steps=2)
-    engine = FakeEngine()
-    engine.warmer = warmer  # type: ignore[attr-defined]
-    worker = EngineWorker(lambda: engine)  # type: ignore[arg-type, return-value]
+    worker = EngineWorker(FakeEngine, warmup=lambda _e: warmer)  # type: ignore[arg-type, return-value]
     worker.submit(lambda e, c: 1).future.result(5)
     time.sleep(0.8)
     assert warmer.ran == 2
+    worker.close()
+
+
+def _blocked(worker: EngineWorker) -> threading.Event:
+    """Hold the worker in a job until the returned event is set, so jobs queue up behind it."""
+    gate, started = threading.Event(), threading.Event()
+    worker.submit(lambda e, c: started.set() or gate.wait(5))
+    assert started.wait(5)
+    return gate
+
+
+def _held(started: threading.Event, result: str = "done"):  # type: ignore[no-untyped-def]
+    """A job that runs until cancelled (or 5 s); it says when it started."""
+
+    def run(_e: object, cancel: CancelToken) -> str:
+        started.set()
+        for _ in range(500):
+            if cancel.cancelled:
+                raise Cancelled(cancel.reason)
+            time.sleep(0.01)
+        return result
+
+    return run
+
+
+def test_queued_jobs_run_most_urgent_kind_first_then_in_arrival_order() -> None:
+    worker = EngineWorker(FakeEngine)  # type: ignore[arg-type]
+    seen: list[str] = []
+    gate = _blocked(worker)
+    order = [
+        ("batch", JobKind.BATCH),
+        ("prefetch-a", JobKind.PREFETCH),
+        ("prefetch-b", JobKind.PREFETCH),
+    ]
+    jobs = [worker.submit(lambda e, c, n=n: seen.append(n), kind=k) for n, k in order]
+    gate.set()
+    for job in jobs:
+        job.future.result(5)
+    assert seen == ["prefetch-a", "prefetch-b", "batch"]
+
+    gate = _blocked(worker)
+    seen.clear()
+    order = [("adopted", JobKind.ADOPTED), ("request-1", JobKind.REQUEST), ("request-2", JobKind.REQUEST)]
+    jobs = [worker.submit(lambda e, c, n=n: seen.append(n), kind=k) for n, k in order]
+    gate.set()
+    for job in jobs:
+        job.future.result(5)
+    assert seen == ["request-1", "request-2", "adopted"]
+    worker.close()
+
+
+def test_a_request_preempts_a_running_prefetch_and_drops_a_queued_one() -> None:
+    worker = EngineWorker(FakeEngine)  # type: ignore[arg-type]
+    started = threading.Event()
+    running = worker.submit(_held(started), key="prefetch\0a", kind=JobKind.PREFETCH)
+    assert started.wait(5)
+    queued = worker.submit(lambda e, c: "never", key="prefetch\0b", kind=JobKind.PREFETCH)
+    assert running.cancel.background and queued.cancel.background  # even a short prompt stops
+    request = worker.submit(lambda e, c: "answer", key="doc")
+    assert not request.cancel.background
+    with pytest.raises(Cancelled):
+        running.future.result(5)
+    assert running.cancel.reason == "pre-empted"
+    with pytest.raises(Cancelled, match="pre-empted"):
+        queued.future.result(5)
+    assert request.future.result(5) == "answer"
+    worker.close()
+
+
+def test_a_prefetch_does_not_disturb_a_request_nor_another_prefetch() -> None:
+    worker = EngineWorker(FakeEngine)  # type: ignore[arg-type]
+    started = threading.Event()
+    request = worker.submit(_held(started, "answer"), key="doc")
+    assert started.wait(5)
+    first = worker.submit(lambda e, c: "a", key="prefetch\0a", kind=JobKind.PREFETCH)
+    second = worker.submit(lambda e, c: "b", key="prefetch\0b", kind=JobKind.PREFETCH)
+    assert not request.cancel.cancelled and not first.cancel.cancelled
+    worker.cancel(request)
+    assert (first.future.result(5), second.future.result(5)) == ("a", "b")
+    worker.close()
+
+
+def test_same_key_supersedes_across_kinds() -> None:
+    worker = EngineWorker(FakeEngine)  # type: ignore[arg-type]
+    gate = _blocked(worker)
+    batch = worker.submit(lambda e, c: "old", key="k", kind=JobKind.BATCH)
+    newer = worker.submit(lambda e, c: "new", key="k", kind=JobKind.BATCH)
+    request = worker.submit(lambda e, c: "request", key="k")
+    gate.set()
+    for old in (batch, newer):
+        with pytest.raises(Cancelled, match="superseded"):
+            old.future.result(5)
+    assert request.future.result(5) == "request"
+    worker.close()
+
+
+def test_a_request_requeues_running_batch_work_which_runs_again_after_it() -> None:
+    worker = EngineWorker(FakeEngine)  # type: ignore[arg-type]
+    seen: list[str] = []
+    runs = []
+    started = threading.Event()
+
+    def batch(_e: object, cancel: CancelToken) -> str:
+        runs.append(cancel.reason)
+        seen.append("batch")
+        started.set()
+        for _ in range(20):
+            if cancel.cancelled:
+                return "stopped"  # a partial outcome: dropped, the job runs again
+            time.sleep(0.01)
+        return f"batch after {len(runs)} runs"
+
+    job = worker.submit(batch, kind=JobKind.BATCH)
+    assert started.wait(5)
+    request = worker.submit(lambda e, c: seen.append("request") or "answer")
+    assert request.future.result(5) == "answer"
+    assert job.future.result(5) == "batch after 2 runs"
+    assert seen == ["batch", "request", "batch"] and runs == ["", ""]
+    worker.close()
+
+
+def test_a_requeued_job_cancelled_meanwhile_is_not_run_again() -> None:
+    worker = EngineWorker(FakeEngine)  # type: ignore[arg-type]
+    started, release = threading.Event(), threading.Event()
+    runs: list[int] = []
+
+    def batch(_e: object, cancel: CancelToken) -> str:
+        runs.append(1)
+        started.set()
+        release.wait(5)
+        return "stopped" if cancel.cancelled else "whole"
+
+    job = worker.submit(batch, kind=JobKind.BATCH)
+    assert started.wait(5)
+    request = worker.submit(lambda e, c: "answer")
+    assert job.cancel.cancelled  # paused
+    job.cancel.cancel("caller gave up")  # a caller's cancel wins over the requeue
+    release.set()
+    assert job.future.result(5) == "stopped" and job.cancel.reason == "caller gave up"
+    assert request.future.result(5) == "answer"
+    time.sleep(0.1)
+    assert runs == [1]
+    worker.close()
+
+
+def test_batch_work_waits_while_the_warmer_has_work_and_does_not_stop_it() -> None:
+    warmer = _IdleWarmer(steps=3)
+    worker = EngineWorker(FakeEngine, warmup=lambda _e: warmer)  # type: ignore[arg-type, return-value]
+    assert warmer.started.wait(5)
+    job = worker.submit(lambda e, c: warmer.ran, kind=JobKind.BATCH)
+    assert job.future.result(5) == 3  # every idle step first
+    assert warmer.cancelled == 0
+    worker.close()
+
+
+class _Busy:
+    def __init__(self) -> None:
+        self.depth = 0
+        self.entered = 0
+        self.lock = threading.Lock()
+
+    def enter(self) -> None:
+        with self.lock:
+            self.depth += 1
+            self.entered += 1
+
+    def exit(self) -> None:
+        with self.lock:
+            self.depth -= 1
+
+
+def test_indexing_steps_aside_for_every_job_and_idle_step() -> None:
+    busy, warmer = _Busy(), _IdleWarmer(steps=2)
+    worker = EngineWorker(FakeEngine, busy=busy, warmup=lambda _e: warmer)  # type: ignore[arg-type, return-value]
+    assert worker.submit(lambda e, c: busy.depth).future.result(5) == 1
+    assert worker.submit(lambda e, c: busy.depth, kind=JobKind.PREFETCH).future.result(5) == 1
+    deadline = time.monotonic() + 5
+    while warmer.ran < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3)
+    assert busy.depth == 0 and busy.entered == 2 + warmer.ran
     worker.close()

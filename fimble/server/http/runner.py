@@ -6,8 +6,9 @@ a laptop responsive under real clients:
 - Admission is bounded (``Gate``): beyond ``max_queue`` generations queued or running, a request is
   refused at once with 429 and ``Retry-After`` instead of piling up behind a single CPU.
 - A client that goes away (Continue aborts its fetch on every keystroke, llama.vim kills curl) stops
-  its generation at once: a watcher reads the ASGI receive channel, and ``http.disconnect`` sets the
-  job's cancel token, which the engine checks between tokens and inside long prompt evaluations.
+  its generation at once: a watcher reads the ASGI receive channel, and ``http.disconnect`` cancels
+  the job (``fimble.completion.jobs``, as for LSP), whose token the engine checks between tokens and
+  inside long prompt evaluations.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from starlette.requests import Request
 
 from fimble.completion.completer import Completer
 from fimble.completion.engine import Generation
+from fimble.completion.jobs import Awaiting
 from fimble.completion.raw_requests import RawPlan
 from fimble.completion.worker import Job
 from fimble.errors import BackendError, Cancelled, EngineError, FimbleError
@@ -123,11 +125,6 @@ class Runner:
         job.future.add_done_callback(lambda _f: self.gate.leave())
         return job
 
-    def _cancel(self, job: Job[Generation], reason: str) -> None:
-        if not job.future.done():
-            job.cancel.cancel(reason)
-            self.completer.worker.cancel(job)
-
     def _finish(self, plan: RawPlan, gen: Generation, submitted: float) -> Finished:
         queued_ms = max(0.0, (time.perf_counter() - submitted) * 1000 - gen.prompt_ms - gen.generation_ms)
         done = Finished(plan.final(gen.text), gen, plan, queued_ms)
@@ -139,20 +136,9 @@ class Runner:
     async def run(self, request: Request, plan: RawPlan) -> Finished:
         """Generate to the end; a client disconnect cancels the job (and raises ``Cancelled``)."""
         submitted = time.perf_counter()
-        job = self._submit(plan, None)
-        future = asyncio.wrap_future(job.future)
-        watcher = asyncio.ensure_future(_wait_disconnect(request.receive))
-        try:
-            await asyncio.wait({future, watcher}, return_when=asyncio.FIRST_COMPLETED)
-            if not future.done():
-                self._cancel(job, "client disconnected")
-                raise Cancelled("the client disconnected")
-            return self._finish(plan, _result(future), submitted)
-        finally:
-            watcher.cancel()
-            if not future.done():
-                self._cancel(job, "request ended")
-                future.cancel()
+        waiting = Awaiting(self._submit(plan, None), self.completer.cancel, reason="request ended")
+        gen = await _generation(waiting, gone=_wait_disconnect(request.receive))
+        return self._finish(plan, gen, submitted)
 
     async def stream(self, request: Request, plan: RawPlan) -> AsyncIterator[str | Finished]:
         """Admit the request now (so 429/503 happen before any byte is sent) and return an iterator
@@ -164,9 +150,9 @@ class Runner:
         def on_text(text: str) -> None:  # engine thread
             loop.call_soon_threadsafe(updates.put_nowait, text)
 
-        job = self._submit(plan, on_text)
-        job.future.add_done_callback(lambda _f: loop.call_soon_threadsafe(updates.put_nowait, None))
-        deltas = self._deltas(request, plan, job, updates, submitted)
+        waiting = Awaiting(self._submit(plan, on_text), self.completer.cancel, reason="stream closed")
+        waiting.when_done(lambda: updates.put_nowait(None))  # after the text the job posted
+        deltas = self._deltas(request, plan, waiting, updates, submitted)
         # Wait for the first piece before the response starts: a generation that fails before
         # producing anything (backend down, engine error) is then an HTTP error status, not a 200
         # stream carrying an error event.
@@ -188,7 +174,7 @@ class Runner:
         self,
         request: Request,
         plan: RawPlan,
-        job: Job[Generation],
+        waiting: Awaiting[Generation],
         updates: asyncio.Queue[str | None],
         submitted: float,
     ) -> AsyncIterator[str | Finished]:
@@ -200,7 +186,8 @@ class Runner:
                 await asyncio.wait({getter, watcher}, return_when=asyncio.FIRST_COMPLETED)
                 if not getter.done():
                     getter.cancel()
-                    self._cancel(job, "client disconnected")
+                    if not waiting.finished:
+                        waiting.cancel("client disconnected")
                     return
                 text = getter.result()
                 if text is None:
@@ -209,7 +196,7 @@ class Runner:
                 if len(now) > len(streamed) and now.startswith(streamed):
                     yield now[len(streamed) :]
                     streamed = now
-            done = self._finish(plan, _result(job.future), submitted)
+            done = self._finish(plan, await _generation(waiting), submitted)
             if done.text.startswith(streamed):
                 if len(done.text) > len(streamed):
                     yield done.text[len(streamed) :]
@@ -218,13 +205,14 @@ class Runner:
             yield done
         finally:
             watcher.cancel()
-            self._cancel(job, "stream closed")
+            if not waiting.finished:
+                waiting.cancel("stream closed")
 
 
-def _result(future: Any) -> Generation:
+async def _generation(waiting: Awaiting[Generation], **kwargs: Any) -> Generation:
     """The generation, with engine failures turned into HTTP errors (never a hung connection)."""
     try:
-        gen: Generation = future.result()
+        gen: Generation = await waiting.result(**kwargs)
     except Cancelled:
         raise
     except BackendError as err:  # the remote inference server: down, slow or failing

@@ -41,7 +41,7 @@ def _model_status(ls: FimbleServer) -> dict[str, Any]:
         )
         if (cpu := getattr(engine, "cpu", None)) is not None:  # a remote backend has none
             out["cpu_path"] = {"path": str(cpu.path), "summary": cpu.summary()}
-        out.update(warmup.describe(engine))
+        out.update(warmup.describe(engine, completer.worker.warmer))
     return out
 
 
