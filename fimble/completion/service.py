@@ -31,7 +31,7 @@ __all__ = [
     "generate",
     "plan",
     "result_of",
-    "wants_multiline",
+    "shape_of",
 ]
 
 
@@ -84,12 +84,16 @@ class CompletionResult:
         return self.generation.stop_reason
 
 
-def wants_multiline(prefix: str, suffix: str, language: str | None = None) -> bool:
-    """One line or a block, from the syntax at the cursor (``fimble.completion.shape``).
+def shape_of(request: CompletionRequest) -> CursorSyntax:
+    """One line or a block, decided once per request: by tree-sitter where the language has a
+    grammar, by the text heuristic otherwise, unless the request forces it (``multiline``).
 
-    Mid-line the user is finishing an expression: one line is what they want and what is cheap.
+    The completer decides before it keys the request, so the cache key, a generation others adopt
+    and the result (``plan``) agree. Mid-line the user is finishing an expression: one line is
+    what they want and what is cheap.
     """
-    return analyze(prefix, suffix, language).multiline
+    language = resolve_language(request.language, request.path)
+    return analyze(request.prefix, request.suffix, language, request.multiline)
 
 
 @dataclass(frozen=True)
@@ -109,12 +113,14 @@ class Plan:
         return hashlib.blake2b(array("i", self.prompt.tokens).tobytes(), digest_size=16).digest()
 
 
-def plan(engine: Engine, request: CompletionRequest) -> Plan:
+def plan(engine: Engine, request: CompletionRequest, syntax: CursorSyntax | None = None) -> Plan:
     """Build the prompt ``request`` is answered from (the warmer may pick a smaller first prompt
-    where the KV cache is cold); on the engine's owning thread."""
+    where the KV cache is cold); on the engine's owning thread. ``syntax``: the request's shape
+    when already decided (``shape_of``), so the result keeps the shape its cache key was made with."""
     prefix, suffix = request.prefix, request.suffix
     choices, files = split_choices(request.context_files)
-    syntax = analyze(prefix, suffix, resolve_language(request.language, request.path), request.multiline)
+    if syntax is None:
+        syntax = shape_of(request)
     prompt = build_prompt(
         engine.tokenize,
         engine.fim,
