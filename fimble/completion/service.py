@@ -21,6 +21,7 @@ from fimble.completion.imports import ImportChoices, split_choices
 from fimble.completion.postprocess import clean_completion
 from fimble.completion.shape import CursorSyntax, analyze, resolve_language, stop_context
 from fimble.completion.stops import StopContext, make_stop_check
+from fimble.completion.tuning import Tuning
 
 __all__ = [
     "CompletionRequest",
@@ -50,6 +51,7 @@ class CompletionRequest:
     suffix_budget: int = SUFFIX_TOKENS
     context_budget: int = CONTEXT_TOKENS  # other files' snippets
     full_prompt: bool = False  # never a smaller first prompt, however cold (the user asked: they wait)
+    tuning: Tuning | None = None  # the requesting client's settings (None: the server's own)
 
     @property
     def prefix(self) -> str:
@@ -154,6 +156,7 @@ def plan(engine: Engine, request: CompletionRequest, syntax: CursorSyntax | None
             context_budget=request.context_budget,
             key=request.path,
             small_ok=not request.full_prompt,
+            first=None if request.tuning is None else (request.tuning.first_ms, request.tuning.first_tokens),
         )
         small = warmer.last_small
     return Plan(request, prompt, syntax, stop_context(prefix, suffix, syntax), choices, small)
@@ -170,6 +173,11 @@ def generate(
     ``on_text`` sees the raw text generated so far after each token (a request typed meanwhile may
     wait for this generation when it agrees with it)."""
     request, prompt = planned.request, planned.prompt
+    # A client's choice, per request; left out when it is the engine's own (a remote engine has none).
+    extra: dict[str, bool] = {}
+    own = getattr(engine, "speculative", None)
+    if request.tuning is not None and own is not None and request.tuning.speculative != own:
+        extra["speculative"] = request.tuning.speculative
     generation = engine.generate(
         prompt.tokens,
         max_tokens=request.max_tokens,
@@ -178,6 +186,7 @@ def generate(
         on_text=on_text,
         reuse_limit=prompt.stable_len,
         guide=import_guide(planned.choices, request.prefix),
+        **extra,
     )
     if (warmer := getattr(engine, "warmer", None)) is not None:
         warmer.observe(generation)
