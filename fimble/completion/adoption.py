@@ -1,39 +1,96 @@
-"""Requests that wait on a generation already running for their document instead of starting anew.
+"""The generations running per document, and the requests that wait on one instead of starting anew.
 
 A keystroke that agrees with what the running generation has produced so far joins it (adopts it):
 on two cores, cancelling a generation and starting over would throw away the prompt just read.
 The joiners are answered when it lands, with its lines so far when it is a block still being
-written, or, when it went elsewhere, by a generation of their own. A mixin of ``Completer``: it
-shares the completer's lock, flights, statistics and worker.
+written, or, when it went elsewhere, by a generation of their own (``rerun``, the completer's start).
+
+``Flights`` is one of the completer's parts: it is given the worker (to stop a superseded
+generation), the statistics, and the way to start a generation; it never imports the completer.
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
+import threading
+from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from typing import Any
 
 from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine, Generation
-from fimble.completion.mixin import CompleterParts
 from fimble.completion.postprocess import whole_lines
 from fimble.completion.service import CompletionRequest, CompletionResult, clean_for
+from fimble.completion.stats import Stats
 from fimble.completion.typeahead import Flight
-from fimble.completion.worker import Job
+from fimble.completion.worker import EngineWorker, Job
 from fimble.errors import Cancelled
 
-__all__ = ["EARLY_LINES", "Adoption"]
+__all__ = ["EARLY_LINES", "Flights", "Rerun"]
 
 EARLY_LINES = "adopted_lines"  # the stop reason of an answer taken from a block still being written
 
+# (request, key, waiter) -> the job of a generation of its own for a request whose flight went elsewhere
+Rerun = Callable[[CompletionRequest, str | None, CancelToken], Job[CompletionResult]]
 
-class Adoption(CompleterParts):
-    """Adopting running generations, for ``Completer`` (which provides everything annotated here)."""
 
-    last: dict[str, object]
+class Flights:
+    """One flight per key (a document): the generation under way there and who waits on it."""
 
-    def _adopt(self, key: str, request: CompletionRequest) -> Job[CompletionResult] | None:
+    def __init__(self, worker: EngineWorker, stats: Stats, rerun: Rerun) -> None:
+        self._worker = worker
+        self._stats = stats
+        self._rerun = rerun
+        self._lock = threading.Lock()
+        self._flights: dict[str, Flight] = {}
+
+    def get(self, key: str) -> Flight | None:
+        with self._lock:
+            return self._flights.get(key)
+
+    def launch(
+        self, key: str | None, flight: Flight, submit: Callable[[], Job[Any]], waiter: CancelToken | None
+    ) -> Job[Any]:
+        """Make ``flight`` the one for ``key`` and queue its job (``submit``), under one lock, so a
+        request adopting it finds it registered with its first waiter."""
+        with self._lock:
+            if key is not None:
+                if (old := self._flights.get(key)) is not None:
+                    old.dead = True
+                self._flights[key] = flight
+            job = submit()
+            flight.waiters.append(waiter or job.cancel)
+        return job
+
+    def take_off(self, flight: Flight) -> None:
+        """The flight's job runs on the engine thread: requests may adopt it from now on."""
+        with self._lock:
+            flight.running = True
+
+    def produced(self, flight: Flight, text: str) -> None:
+        """The flight's raw text so far (engine thread): a block answers its adopters line by line."""
+        flight.produced = text
+        if flight.adopters and flight.multiline:
+            self._answer_early(flight, text)
+
+    def under_way(self, key: str, request: CompletionRequest) -> bool:
+        """Whether the generation under way for ``key`` answers ``request`` too (the same place, or
+        typed since and agreeing with it): a new one would supersede it and the requests waiting on it."""
+        prefix, suffix, path = request.prefix, request.suffix, request.path
+        with self._lock:
+            flight = self._flights.get(key)
+            return (
+                flight is not None
+                and not flight.finished
+                and not flight.cancelled
+                and (
+                    (flight.prefix, flight.suffix, flight.path) == (prefix, suffix, path)
+                    or flight.accepts(prefix, suffix, path, request.max_tokens) is not None
+                )
+            )
+
+    def adopt(self, key: str, request: CompletionRequest) -> Job[CompletionResult] | None:
+        """A job answered by the generation running for ``key``, when ``request`` agrees with it."""
         with self._lock:
             flight = self._flights.get(key)
             if flight is None:
@@ -44,7 +101,7 @@ class Adoption(CompleterParts):
             job: Job[CompletionResult] = Job(_never_run, key)
             flight.waiters.append(job.cancel)
             flight.adopters.append((job, typed, request))
-            self._stats.adopted += 1
+        self._stats.count(adopted=1)
         if flight.multiline:
             self._answer_early(flight, flight.produced)
         return job
@@ -73,10 +130,9 @@ class Adoption(CompleterParts):
                 job.future.set_result(CompletionResult(text, True, gen, ()))
             except InvalidStateError:  # the generation ended meanwhile and answered it
                 continue
-            with self._lock:
-                self.last = {"path": request.path, "stop_reason": EARLY_LINES, "tokens_evaluated": 0}
+            self._stats.answered(request.path, EARLY_LINES)
 
-    def _land(self, flight: Flight, result: CompletionResult | None, err: BaseException | None) -> None:
+    def land(self, flight: Flight, result: CompletionResult | None, err: BaseException | None) -> None:
         """The flight ended: answer each request that waited on it from its result, or run it anew."""
         with self._lock:
             flight.finished = True
@@ -93,8 +149,7 @@ class Adoption(CompleterParts):
             elif result is not None and result.text.startswith(typed) and (result.text != typed or not typed):
                 gen = result.generation
                 reason = "cancelled" if gen.stop_reason == "cancelled" else "adopted"
-                with self._lock:
-                    self.last = {"path": request.path, "stop_reason": reason, "tokens_evaluated": 0}
+                self._stats.answered(request.path, reason)
                 job.future.set_result(
                     CompletionResult(
                         text=result.text[len(typed) :],
@@ -107,17 +162,45 @@ class Adoption(CompleterParts):
                 job.future.set_exception(Cancelled("superseded by a newer request"))
             else:  # the generation went elsewhere: the newest waiter gets a generation of its own
                 try:
-                    rerun = self._start(
-                        request,
-                        flight.key or None,
-                        self._cache_key(request),
-                        time.perf_counter(),
-                        waiter=job.cancel,
-                    )
+                    rerun = self._rerun(request, flight.key or None, job.cancel)
                 except RuntimeError as closed:
                     job.future.set_exception(Cancelled(str(closed)))
                     continue
                 rerun.future.add_done_callback(lambda f, j=job: _transfer(f, j))
+
+    def drop_orphans(self, key: str | None) -> None:
+        """Stop the prompt evaluations that run on for nobody in other documents: a request that
+        gave up at its deadline lets its prompt be read on (``detach``) for the next keystroke
+        there, but once a request for another document comes, the user has moved on, and that
+        reading (a cold full prompt: tens of seconds) would keep this one waiting behind it."""
+        with self._lock:
+            orphans = [
+                k
+                for k, f in self._flights.items()
+                if k != key and f.keep_alive and all(t.cancelled for t in f.waiters)
+            ]
+        for k in orphans:
+            self.supersede(k)
+
+    def supersede(self, key: str) -> None:
+        """Stop the model work for ``key``: its answer is no longer wanted."""
+        with self._lock:
+            if (flight := self._flights.pop(key, None)) is not None:
+                flight.dead = True
+        self._worker.cancel_key(key)
+
+    def ground_all(self) -> None:
+        """Every flight is superseded (the completer stops)."""
+        with self._lock:
+            for flight in self._flights.values():
+                flight.dead = True
+
+    def _answering(self, job: Job[Any]) -> Flight | None:
+        """The flight whose generation answers ``job`` (caller holds the lock)."""
+        for flight in self._flights.values():
+            if any(t is job.cancel for t in flight.waiters):
+                return flight
+        return None
 
     def nothing_to_show(self, job: Job[Any]) -> bool:
         """Whether the generation answering ``job`` runs and has nothing to show yet: it is still
@@ -125,10 +208,10 @@ class Adoption(CompleterParts):
         for such a one (see ``fimble.server.suggest``): cut now, it would show nothing, and at a
         cold place the first prompt takes most of the deadline before the first token."""
         with self._lock:
-            for flight in self._flights.values():
-                if any(t is job.cancel for t in flight.waiters):
-                    return flight.running and not flight.finished and not whole_lines(flight.produced)
-        return False
+            flight = self._answering(job)
+            if flight is None:
+                return False
+            return flight.running and not flight.finished and not whole_lines(flight.produced)
 
     def detach(self, job: Job[Any]) -> bool:
         """The caller of ``job`` stops waiting (its deadline passed). Returns True when it should
@@ -141,12 +224,8 @@ class Adoption(CompleterParts):
         When text was produced and others still wait on the generation, the caller's future gets
         the text so far now (it keeps its whole lines) and the generation goes on for them."""
         with self._lock:
-            for flight in self._flights.values():
-                if any(t is job.cancel for t in flight.waiters):
-                    break
-            else:
-                return False
-            if not flight.running or flight.finished:
+            flight = self._answering(job)
+            if flight is None or not flight.running or flight.finished:
                 return False
             if not flight.produced:
                 flight.keep_alive = True

@@ -2,38 +2,64 @@
 
 Both run as ordinary jobs on the engine worker and only ever fill the type-ahead, the completion
 cache and the KV cache, so the next keystroke is answered without the model or with a token or two.
-A mixin of ``Completer``: it shares the completer's locks, flights, caches and worker.
+``WorkAhead`` is one of the completer's parts: it is given the worker, the flights, the caches, the
+statistics and the way to start a generation; it never imports the completer.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from fimble.completion.adoption import Flights
 from fimble.completion.cache import Cached, CompletionCache
 from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine
-from fimble.completion.mixin import CompleterParts
-from fimble.completion.service import CompletionRequest, CompletionResult, complete
+from fimble.completion.service import CompletionRequest, CompletionResult, generate, plan, shape_of
+from fimble.completion.shape import CursorSyntax
+from fimble.completion.stats import Stats
 from fimble.completion.typeahead import TypeAhead
 from fimble.completion.worker import EngineWorker, Job, JobKind
 
-__all__ = ["WorkAhead"]
+__all__ = ["CacheKey", "Start", "WorkAhead"]
+
+# (request, its shape) -> its completion cache key, or None while no model is loaded
+CacheKey = Callable[[CompletionRequest, CursorSyntax], bytes | None]
+# (request, key, shape, cache key, submitted) -> the job of a generation others may adopt
+Start = Callable[
+    [CompletionRequest, str | None, CursorSyntax, bytes | None, float], Job[CompletionResult]
+]
 
 
-class WorkAhead(CompleterParts):
-    """Warm-at-focus and prefetch for ``Completer`` (which provides everything annotated here)."""
+class WorkAhead:
+    """Warm-at-focus and prefetch. ``prefetch``: whether accepted suggestions get their continuation."""
 
-    cache: CompletionCache
-    prefetch: bool
-    worker: EngineWorker
-    _typeahead: TypeAhead
-    _prefetching: Job[Any] | None
-
-    @property
-    def ready(self) -> bool:  # pragma: no cover - Completer's
-        raise NotImplementedError
+    def __init__(
+        self,
+        worker: EngineWorker,
+        flights: Flights,
+        stats: Stats,
+        typeahead: TypeAhead,
+        *,
+        cache: Callable[[], CompletionCache],
+        cache_key: CacheKey,
+        start: Start,
+        prefetch: bool = True,
+    ) -> None:
+        """``cache`` gives the completion cache in use (the server swaps in its shared one)."""
+        self._worker = worker
+        self._flights = flights
+        self._stats = stats
+        self._typeahead = typeahead
+        self._cache = cache
+        self._cache_key = cache_key
+        self._start = start
+        self.prefetch = prefetch
+        self._lock = threading.Lock()
+        self.prefetching: Job[Any] | None = None
 
     def warm_at(self, request: CompletionRequest, key: str) -> bool:
         """Start the suggestion for where the cursor just went (the editor says so when the user
@@ -47,36 +73,24 @@ class WorkAhead(CompleterParts):
         in the KV cache and costs a token or two. Nothing is done when the answer is already known
         or being generated.
         """
-        if not self.ready or self._typeahead.lookup(key, request.prefix, request.suffix) is not None:
+        if self._typeahead.lookup(key, request.prefix, request.suffix) is not None:
             return False
-        cache_key = self._cache_key(request)
-        if cache_key is not None and (found := self.cache.get(cache_key)) is not None:
+        syntax = shape_of(request)
+        cache_key = self._cache_key(request, syntax)
+        if cache_key is not None and (found := self._cache().get(cache_key)) is not None:
             cached = found[0]
             self._typeahead.remember(key, request.prefix, request.suffix, cached.text, cached.multiline)
             return False
-        prefix, suffix, path = request.prefix, request.suffix, request.path
-        with self._lock:
-            # The generation under way answers this place too (the same place, or typed since and
-            # agreeing with it): a new one would supersede it and the requests waiting on it.
-            flight = self._flights.get(key)
-            if (
-                flight is not None
-                and not flight.finished
-                and not flight.cancelled
-                and (
-                    (flight.prefix, flight.suffix, flight.path) == (prefix, suffix, path)
-                    or flight.accepts(prefix, suffix, path, request.max_tokens) is not None
-                )
-            ):
-                return False
-            self._stats.warmed += 1
+        if self._flights.under_way(key, request):
+            return False
+        self._stats.count(warmed=1)
         try:
-            self._start(request, key, cache_key, time.perf_counter())
+            self._start(request, key, syntax, cache_key, time.perf_counter())
         except RuntimeError:  # closing
             return False
         return True
 
-    def _schedule_prefetch(self, key: str, request: CompletionRequest, result: CompletionResult) -> None:
+    def schedule_prefetch(self, key: str, request: CompletionRequest, result: CompletionResult) -> None:
         """Once idle, generate what follows ``result`` when it is accepted (the next lines), so that
         accepting it, or typing through it, is answered without the model. Any request for the
         model cancels it (``scheduler.RULES``); it only ever fills the type-ahead and the cache."""
@@ -90,19 +104,22 @@ class WorkAhead(CompleterParts):
         def run(engine: Engine, cancel: CancelToken) -> None:
             if cancel.cancelled or not self._typeahead.shows(key, *base):
                 return
-            more = complete(engine, follow, cancel, warmer=self.worker.warmer)
+            syntax = shape_of(follow)
+            warmer = self._worker.warmer
+            more = generate(engine, plan(engine, follow, syntax, warmer=warmer), cancel, warmer=warmer)
             if more.stop_reason == "cancelled":
                 return
-            with self._lock:
-                self._stats.prefetched += 1
-                self._stats.tokens_evaluated += more.generation.tokens_evaluated
-                self._stats.tokens_generated += len(more.generation.tokens)
-            if not more.provisional and (cache_key := self._cache_key(follow)) is not None:
-                self.cache.put(cache_key, Cached(more.text, more.multiline))
+            self._stats.count(
+                prefetched=1,
+                tokens_evaluated=more.generation.tokens_evaluated,
+                tokens_generated=len(more.generation.tokens),
+            )
+            if not more.provisional and (cache_key := self._cache_key(follow, syntax)) is not None:
+                self._cache().put(cache_key, Cached(more.text, more.multiline))
             self._typeahead.extend(key, *base, more.text)
 
         with self._lock:
             try:
-                self._prefetching = self.worker.submit(run, f"prefetch\0{key}", JobKind.PREFETCH)
+                self.prefetching = self._worker.submit(run, f"prefetch\0{key}", JobKind.PREFETCH)
             except RuntimeError:  # closing
-                self._prefetching = None
+                self.prefetching = None

@@ -23,6 +23,7 @@ from fimble.completion.imports import ImportChoices, split_choices
 from fimble.completion.postprocess import clean_completion
 from fimble.completion.shape import CursorSyntax, analyze, resolve_language, stop_context
 from fimble.completion.stops import StopContext, make_stop_check
+from fimble.completion.tuning import Tuning
 
 if TYPE_CHECKING:
     from fimble.completion.warmup import Warmer
@@ -36,7 +37,7 @@ __all__ = [
     "generate",
     "plan",
     "result_of",
-    "wants_multiline",
+    "shape_of",
 ]
 
 
@@ -55,6 +56,7 @@ class CompletionRequest:
     suffix_budget: int = SUFFIX_TOKENS
     context_budget: int = CONTEXT_TOKENS  # other files' snippets
     full_prompt: bool = False  # never a smaller first prompt, however cold (the user asked: they wait)
+    tuning: Tuning | None = None  # the requesting client's settings (None: the server's own)
 
     @property
     def prefix(self) -> str:
@@ -89,12 +91,16 @@ class CompletionResult:
         return self.generation.stop_reason
 
 
-def wants_multiline(prefix: str, suffix: str, language: str | None = None) -> bool:
-    """One line or a block, from the syntax at the cursor (``fimble.completion.shape``).
+def shape_of(request: CompletionRequest) -> CursorSyntax:
+    """One line or a block, decided once per request: by tree-sitter where the language has a
+    grammar, by the text heuristic otherwise, unless the request forces it (``multiline``).
 
-    Mid-line the user is finishing an expression: one line is what they want and what is cheap.
+    The completer decides before it keys the request, so the cache key, a generation others adopt
+    and the result (``plan``) agree. Mid-line the user is finishing an expression: one line is
+    what they want and what is cheap.
     """
-    return analyze(prefix, suffix, language).multiline
+    language = resolve_language(request.language, request.path)
+    return analyze(request.prefix, request.suffix, language, request.multiline)
 
 
 @dataclass(frozen=True)
@@ -114,12 +120,20 @@ class Plan:
         return hashlib.blake2b(array("i", self.prompt.tokens).tobytes(), digest_size=16).digest()
 
 
-def plan(engine: Engine, request: CompletionRequest, *, warmer: Warmer | None = None) -> Plan:
+def plan(
+    engine: Engine,
+    request: CompletionRequest,
+    syntax: CursorSyntax | None = None,
+    *,
+    warmer: Warmer | None = None,
+) -> Plan:
     """Build the prompt ``request`` is answered from (``warmer`` may pick a smaller first prompt
-    where the KV cache is cold); on the engine's owning thread."""
+    where the KV cache is cold); on the engine's owning thread. ``syntax``: the request's shape
+    when already decided (``shape_of``), so the result keeps the shape its cache key was made with."""
     prefix, suffix = request.prefix, request.suffix
     choices, files = split_choices(request.context_files)
-    syntax = analyze(prefix, suffix, resolve_language(request.language, request.path), request.multiline)
+    if syntax is None:
+        syntax = shape_of(request)
     prompt = build_prompt(
         engine.tokenize,
         engine.fim,
@@ -153,6 +167,7 @@ def plan(engine: Engine, request: CompletionRequest, *, warmer: Warmer | None = 
             context_budget=request.context_budget,
             key=request.path,
             small_ok=not request.full_prompt,
+            first=None if request.tuning is None else (request.tuning.first_ms, request.tuning.first_tokens),
         )
         small = warmer.last_small
     return Plan(request, prompt, syntax, stop_context(prefix, suffix, syntax), choices, small)
@@ -172,6 +187,11 @@ def generate(
     ``on_text`` sees the raw text generated so far after each token (a request typed meanwhile may
     wait for this generation when it agrees with it)."""
     request, prompt = planned.request, planned.prompt
+    # A client's choice, per request; left out when it is the engine's own (a remote engine has none).
+    extra: dict[str, bool] = {}
+    own = getattr(engine, "speculative", None)
+    if request.tuning is not None and own is not None and request.tuning.speculative != own:
+        extra["speculative"] = request.tuning.speculative
     generation = engine.generate(
         prompt.tokens,
         max_tokens=request.max_tokens,
@@ -180,6 +200,7 @@ def generate(
         on_text=on_text,
         reuse_limit=prompt.stable_len,
         guide=import_guide(planned.choices, request.prefix),
+        **extra,
     )
     if warmer is not None:
         warmer.observe(generation)

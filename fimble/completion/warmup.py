@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -150,6 +150,7 @@ class Warmer:
         context_budget: int = 0,
         key: str | None = None,
         small_ok: bool = True,
+        first: tuple[int, int] | None = None,
     ) -> FimPrompt:
         """``full`` when the cache (or a saved state) makes it cheap enough, else a first prompt of
         ``first_tokens`` or more (``first_budgets``; more when the measured speed reads more within
@@ -164,6 +165,8 @@ class Warmer:
         """
         self.last_small = False
         config = current_config()
+        if first is not None:  # the requesting client's (first_ms, first_tokens): ``Tuning``
+            config = replace(config, first_ms=first[0], first_tokens=first[1])
         if config.first_ms <= 0:
             self._target = None
             self._head, self._head_start = full.tokens[: _head_len(full)], full.stable_len

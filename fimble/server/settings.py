@@ -10,6 +10,12 @@ Clients send settings in ``initializationOptions`` and ``workspace/didChangeConf
      "enable": true, "completionFallback": "auto", "acceptanceLog": true,
      "firstSuggestionMs": 1600, "firstPromptTokens": 384, "kvStateMb": 1024, "speculative": true}
 
+The settings are the connection's own: they shape that client's requests (budgets, ``multiline``,
+and ``tuning``: speculative decoding and the cold-place first prompt) and never another client's.
+The model, its threads and ``kvStateMb`` are the exceptions: one model and one KV state store serve
+the whole process, so a client that sets them sets them for every client
+(``fimble.completion.tuning`` says why).
+
 Each field is validated on its own: a bad value yields one problem naming the setting (shown to the
 user) and the field keeps its previous value, so the rest of the settings still apply.
 """
@@ -21,6 +27,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from fimble.completion.fim import CONTEXT_TOKENS, PREFIX_TOKENS, SUFFIX_TOKENS
+from fimble.completion.tuning import Tuning
 
 __all__ = ["Resolved", "Settings", "merge_raw", "resolve", "section"]
 
@@ -62,6 +69,15 @@ class Settings:
     def multiline_flag(self) -> bool | None:
         """``CompletionRequest.multiline``: None lets the engine decide from the cursor."""
         return {"auto": None, "always": True, "never": False}[self.multiline]
+
+    @property
+    def tuning(self) -> Tuning:
+        """``CompletionRequest.tuning``: how this client's requests run on the shared engine."""
+        return Tuning(
+            speculative=self.speculative,
+            first_ms=self.first_suggestion_ms,
+            first_tokens=self.first_prompt_tokens,
+        )
 
 
 @dataclass(frozen=True)

@@ -339,13 +339,18 @@ _WORDS: dict[str, Text] = {
         "own: a bad value gives one `window/showMessage` naming the setting, the field keeps its previous "
         "value, and the rest applies. Editors send the same keys: VS Code as `fimble.*` settings "
         "([VS Code](editors/vscode.md#settings)), Neovim under `settings` "
-        "([Neovim](editors/neovim.md#options)).",
+        "([Neovim](editors/neovim.md#options)). Settings are per connection: what one editor sends "
+        "applies to its own requests only, when several share one server. `model`, `threads` and "
+        "`kvStateMb` are the exceptions: one model and one store of saved KV states serve the whole "
+        "process, so an editor that sets them sets them for all.",
         "通过 `initializationOptions` 或 `workspace/didChangeConfiguration` 发送（或作为 "
         '`workspace/configuration` 的回答），camelCase，直接给出或放在 `"fimble"` 下。每个字段单独校验：'
         "错误的值会触发一条指出该设置的 `window/showMessage`，该字段保持原值，其余设置照常生效。编辑器发送"
         "同样的键：VS Code 作为 `fimble.*` 设置（[VS Code](e"
         "ditors/vscode.md#设置)），Neovim 放在 `settings` 下"
-        "（[Neovim](editors/neovim.md#选项)）。",
+        "（[Neovim](editors/neovim.md#选项)）。设置按连接生效：多个编辑器共用一个服务器时，一个编辑器发送的设置"
+        "只作用于它自己的请求。`model`、`threads` 和 `kvStateMb` 例外：整个进程只有一个模型和一个已保存 KV "
+        "状态的存储，因此一个编辑器设置它们即对所有编辑器生效。",
     ),
     "example": _t("Every key with its default:", "所有键及其默认值："),
     "key": _t("key", "键"),

@@ -276,4 +276,5 @@ def _request(query: Query, settings: Settings) -> CompletionRequest:
         suffix_budget=settings.suffix_tokens,
         context_budget=settings.context_tokens,
         full_prompt=query.invoked,
+        tuning=settings.tuning,
     )

@@ -13,6 +13,7 @@ from fimble.completion.completer import Completer
 from fimble.completion.engine import Generation
 from fimble.completion.fim import FimTokens
 from fimble.completion.service import CompletionRequest
+from fimble.completion.typeahead import Flight
 from fimble.errors import Cancelled
 
 
@@ -100,6 +101,17 @@ class StreamingEngine(FakeEngine):
         return Generation(text, (9,) * len(text), "eog", len(prompt), len(prompt), 0, 1.0, 1.0)
 
 
+def _flight(completer: Completer, key: str) -> Flight:
+    flight = completer.flights.get(key)
+    assert flight is not None, f"no generation under way for {key}"
+    return flight
+
+
+def _running(completer: Completer, key: str) -> bool:
+    flight = completer.flights.get(key)
+    return flight is not None and flight.running
+
+
 def _wait(predicate: object, timeout: float = 5.0) -> None:
     import time
 
@@ -114,7 +126,7 @@ def test_typing_what_the_running_generation_produces_waits_for_it() -> None:
     completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
     first = completer.submit(request("xs."), key="doc")
     engine.step.release(3)  # "app" produced
-    _wait(lambda: engine.produced.is_set() and completer._flights["doc"].produced == "app")
+    _wait(lambda: engine.produced.is_set() and _flight(completer, "doc").produced == "app")
     second = completer.submit(request("xs.ap"), key="doc")  # typed "ap": agrees with "app"
     first.cancel.cancel("cancelled")  # the editor drops the older request: the generation goes on
     assert not second.future.done()
@@ -130,7 +142,7 @@ def test_a_generation_that_went_elsewhere_is_run_again_for_the_newest_request() 
     engine = StreamingEngine("append(x)")
     completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
     completer.submit(request("xs."), key="doc")
-    _wait(lambda: "doc" in completer._flights and completer._flights["doc"].running)
+    _wait(lambda: _running(completer, "doc"))
     # Nothing produced yet, so "e" agrees; the generation then produces "append(x)", not "e...".
     adopted = completer.submit(request("xs.e"), key="doc")
     engine.step.release(100)
@@ -145,7 +157,7 @@ def test_typing_something_else_supersedes_the_generation_and_its_adopters() -> N
     completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
     first = completer.submit(request("xs."), key="doc")
     engine.step.release(2)
-    _wait(lambda: completer._flights["doc"].produced == "ap")
+    _wait(lambda: _flight(completer, "doc").produced == "ap")
     adopted = completer.submit(request("xs.a"), key="doc")
     other = completer.submit(request("xs.b"), key="doc")  # disagrees: supersedes
     engine.step.release(1000)
@@ -160,7 +172,7 @@ def test_cancelling_every_waiter_stops_the_generation() -> None:
     engine = StreamingEngine("append(x)")
     completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
     first = completer.submit(request("xs."), key="doc")
-    _wait(lambda: "doc" in completer._flights and completer._flights["doc"].running)
+    _wait(lambda: _running(completer, "doc"))
     second = completer.submit(request("xs.a"), key="doc")
     completer.cancel(first)
     completer.cancel(second, "deadline")
@@ -298,7 +310,7 @@ def test_prefetch_yields_to_any_request() -> None:
     engine.step.release(4)
     completer.submit(CompletionRequest(text="x\n", offset=1), key="doc").future.result(5)
     _wait(lambda: engine.calls == 2)  # the prefetch is generating (held: no steps left)
-    prefetch = completer._prefetching
+    prefetch = completer.ahead.prefetching
     assert prefetch is not None
     engine.answer = "zz"
     job = completer.submit(CompletionRequest(text="q\n", offset=1), key="other")
@@ -314,11 +326,11 @@ def test_a_caller_may_stop_waiting_while_the_prompt_is_read_without_aborting_it(
     engine = StreamingEngine("append(x)")
     completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
     first = completer.submit(request("xs."), key="doc")
-    _wait(lambda: "doc" in completer._flights and completer._flights["doc"].running)
+    _wait(lambda: _running(completer, "doc"))
     assert completer.detach(first)  # nothing produced yet: runs on
     later = completer.submit(request("xs.a"), key="doc")  # the next keystroke waits for it
     engine.step.release(1)
-    _wait(lambda: completer._flights["doc"].produced == "a")
+    _wait(lambda: _flight(completer, "doc").produced == "a")
     assert not completer.detach(later)  # text produced: the caller takes what there is at once
     assert later.future.result(0).stop_reason == "cancelled"
     engine.step.release(100)
@@ -334,13 +346,13 @@ def test_nothing_to_show_until_the_first_line_is_finished() -> None:
     engine = StreamingEngine("ab\ncd\n")
     completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
     job = completer.submit(request("xs."), key="doc")
-    _wait(lambda: "doc" in completer._flights and completer._flights["doc"].running)
+    _wait(lambda: _running(completer, "doc"))
     assert completer.nothing_to_show(job)  # the prompt is being read
     engine.step.release(2)
-    _wait(lambda: completer._flights["doc"].produced == "ab")
+    _wait(lambda: _flight(completer, "doc").produced == "ab")
     assert completer.nothing_to_show(job)  # a first line under way, unfinished
     engine.step.release(2)
-    _wait(lambda: completer._flights["doc"].produced == "ab\nc")
+    _wait(lambda: _flight(completer, "doc").produced == "ab\nc")
     assert not completer.nothing_to_show(job)  # a whole line to show
     engine.step.release(100)
     job.future.result(5)
@@ -355,7 +367,7 @@ def test_a_request_in_another_document_stops_a_prompt_read_on_for_nobody() -> No
     engine = StreamingEngine("append(x)")
     completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
     first = completer.submit(request("xs."), key="a.py")
-    _wait(lambda: "a.py" in completer._flights and completer._flights["a.py"].running)
+    _wait(lambda: _running(completer, "a.py"))
     assert completer.detach(first)  # nobody waits for it now; it runs on
     elsewhere = completer.submit(request("ys."), key="b.py")
     assert first.future.result(5).stop_reason == "cancelled"  # stopped, not read to the end
@@ -369,7 +381,7 @@ def test_a_late_caller_takes_the_text_so_far_while_the_generation_goes_on_for_ot
     completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
     first = completer.submit(request("xs."), key="doc")
     engine.step.release(4)
-    _wait(lambda: completer._flights["doc"].produced == "appe")
+    _wait(lambda: _flight(completer, "doc").produced == "appe")
     later = completer.submit(request("xs.a"), key="doc")  # adopts
     assert not completer.detach(later)  # its deadline: text produced, the first still waits
     assert later.future.done() and later.future.result().text == "ppe"
@@ -384,7 +396,7 @@ def test_warming_where_the_cursor_went_answers_the_first_keystroke_without_the_m
     completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
     completer.wait_ready(5)
     assert completer.warm_at(request("xs."), "doc")
-    _wait(lambda: engine.calls == 1 and "doc" not in completer._flights)
+    _wait(lambda: engine.calls == 1 and completer.flights.get("doc") is None)
     assert not completer.warm_at(request("xs."), "doc")  # known already: nothing to do
     typed = completer.submit(request("xs.a"), key="doc")
     assert typed.future.result(5).stop_reason == "typed_through"
@@ -398,7 +410,7 @@ def test_a_keystroke_at_the_warmed_place_waits_for_the_warming_generation() -> N
     completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
     completer.wait_ready(5)
     assert completer.warm_at(request("xs."), "doc")
-    _wait(lambda: "doc" in completer._flights and completer._flights["doc"].running)
+    _wait(lambda: _running(completer, "doc"))
     assert not completer.warm_at(request("xs."), "doc")  # already under way
     same = completer.submit(request("xs."), key="doc")  # the editor asks where the cursor went
     typed = completer.submit(request("xs.ap"), key="doc")  # and the user types on
@@ -430,7 +442,7 @@ def test_a_keystroke_joining_a_block_gets_its_finished_lines_at_once() -> None:
     completer.wait_ready(5)
     assert completer.warm_at(block("def f():\n"), "doc")
     engine.step.release(len("    a = 1\n    b"))
-    _wait(lambda: completer._flights["doc"].produced == "    a = 1\n    b")
+    _wait(lambda: _flight(completer, "doc").produced == "    a = 1\n    b")
     typed = completer.submit(block("def f():\n    a"), key="doc")
     answer = typed.future.result(0)  # no token more needed: the first line is done
     assert answer.text == " = 1" and answer.stop_reason == "adopted_lines"
@@ -439,7 +451,7 @@ def test_a_keystroke_joining_a_block_gets_its_finished_lines_at_once() -> None:
     engine.step.release(len(" = 2\n"))
     assert later.future.result(5).text == "    b = 2"
     engine.step.release(100)  # the block goes on for the type-ahead: the rest without the model
-    _wait(lambda: "doc" not in completer._flights)
+    _wait(lambda: completer.flights.get("doc") is None)
     rest = completer.submit(block("def f():\n    a = 1\n    b = 2\n"), key="doc")
     assert rest.future.result(0).text == "    c = 3"
     assert rest.future.result().stop_reason == "typed_through"
@@ -458,7 +470,7 @@ def test_lines_taken_early_are_cleaned_like_the_final_text() -> None:
 
     assert completer.warm_at(crlf("def f():\r\n"), "doc")
     engine.step.release(len("    a = 1\n    b = 2\n    c"))
-    _wait(lambda: completer._flights["doc"].produced.endswith("    c"))
+    _wait(lambda: _flight(completer, "doc").produced.endswith("    c"))
     joined = completer.submit(crlf("def f():\r\n    a"), key="doc").future.result(0)
     assert joined.stop_reason == "adopted_lines" and joined.text == " = 1\r\n    b = 2"
     engine.step.release(100)
@@ -470,7 +482,7 @@ def test_a_one_line_generation_is_never_answered_early() -> None:
     completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
     first = completer.submit(request("xs."), key="doc")
     engine.step.release(3)
-    _wait(lambda: completer._flights["doc"].produced == "app")
+    _wait(lambda: _flight(completer, "doc").produced == "app")
     second = completer.submit(request("xs.a"), key="doc")
     assert not second.future.done()
     engine.step.release(100)
@@ -485,7 +497,7 @@ def test_focus_where_the_user_typed_into_a_running_generation_leaves_it_alone() 
     completer.wait_ready(5)
     assert completer.warm_at(request("xs."), "doc")
     engine.step.release(1)
-    _wait(lambda: completer._flights["doc"].produced == "a")
+    _wait(lambda: _flight(completer, "doc").produced == "a")
     typed = completer.submit(request("xs.ap"), key="doc")  # adopts the focus generation
     # The editor says the cursor rests after the typed text: the generation under way answers
     # there, so nothing starts (a new flight would cancel the request waiting on this one).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fimble.completion.tuning import Tuning
 from fimble.server.settings import Settings, merge_raw, resolve, section
 
 
@@ -79,3 +80,9 @@ def test_section_accepts_bare_or_namespaced_payloads() -> None:
 def test_merge_keeps_earlier_values_and_merges_nested_objects() -> None:
     merged = merge_raw({"maxTokens": 8, "index": {"exclude": ["a"]}}, {"debounceMs": 5, "index": {}})
     assert merged == {"maxTokens": 8, "debounceMs": 5, "index": {"exclude": ["a"]}}
+
+
+def test_a_connections_tuning_comes_from_its_settings() -> None:
+    s = resolve({"speculative": False, "firstSuggestionMs": 0, "firstPromptTokens": 100}).settings
+    assert s.tuning == Tuning(speculative=False, first_ms=0, first_tokens=100)
+    assert Settings().tuning == Tuning()  # the defaults agree

@@ -1,4 +1,9 @@
-"""The HTTP server's settings: one frozen value, validated where it is built (CLI or ``serve_http``)."""
+"""The HTTP server's settings: one frozen value, validated where it is built (CLI or ``serve_http``).
+
+These are server options, not a client's: HTTP clients send none, so their requests run with the
+engine's own choices (``CompletionRequest.tuning`` None), whatever an editor connected over LSP
+to the same process has set for its own requests (``fimble.completion.tuning``).
+"""
 
 from __future__ import annotations
 

@@ -138,3 +138,40 @@ async def test_http_api_runs_in_the_same_process(served: Served) -> None:
         health = await http.get("/health")
     assert response.status_code == 200 and "fimble" in response.text
     assert health.status_code == 200 and health.json()["cpu_path"] in ("full", "no-amx", "plain")
+
+
+# The next line copies the pattern of the ones above it: prompt lookup drafts most of it.
+_DRAFTED = "".join(f"    parser.add_argument('--level-{i}', type=int, default={i})\n" for i in range(6))
+_DRAFTED += "    \n"
+
+
+async def test_one_clients_settings_leave_the_other_clients_requests_alone(served: Served) -> None:
+    """Settings are per connection: one editor turning speculative decoding off does not turn it
+    off for another editor on the same model (it used to be written into the shared engine)."""
+    quiet = await _connect(served.port, ["utf-16"])
+    other = await _connect(served.port, ["utf-16"])
+    try:
+        quiet.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"fimble": {"speculative": False}})
+        )
+        for _ in range(100):
+            if (await status(quiet))["settings"].get("speculative") is False:
+                break
+            await asyncio.sleep(0.02)
+        drafted = {}
+        for client, name in ((quiet, "quiet"), (other, "other")):
+            uri = f"file:///tcp/{name}.py"
+            open_doc(client, uri, _DRAFTED)
+            await client.text_document_completion_async(
+                types.CompletionParams(
+                    text_document=types.TextDocumentIdentifier(uri), position=types.Position(6, 4)
+                )
+            )
+            engine = (await status(client))["last"]["engine"]
+            assert engine["tokens_generated"] > 0, (name, engine)
+            drafted[name] = engine["drafted"]
+        assert drafted["quiet"] == 0 and drafted["other"] > 0, drafted
+        assert (await status(other))["settings"].get("speculative") is True
+    finally:
+        await _close(quiet)
+        await _close(other)

@@ -1,4 +1,11 @@
-"""Settings from initializationOptions and workspace/didChangeConfiguration, applied field by field."""
+"""Settings from initializationOptions and workspace/didChangeConfiguration, applied field by field.
+
+A connection's settings are its own (``ls.settings``): they travel with its requests
+(``Settings.tuning``, budgets, ``multiline``) and are never written into the engine, which every
+connection shares. Only what is one per process is applied to the process: the model and threads
+(a switch, ``SharedCompleter.ensure``) and the KV state store's size (``kvStateMb``), each only when
+this client sets or changes it.
+"""
 
 from __future__ import annotations
 
@@ -59,26 +66,14 @@ async def apply(ls: FimbleServer, raw: Raw, *, initial: bool = False) -> None:
     if initial or new.enable != old.enable:
         ls.enabled = new.enable
     ls.ctx.acceptance.enabled = new.acceptance_log
-    warmup.configure(
-        warmup.WarmupConfig(
-            first_ms=new.first_suggestion_ms,
-            first_tokens=new.first_prompt_tokens,
-            kv_state_mb=new.kv_state_mb,
-        )
-    )
+    if new.kv_state_mb != old.kv_state_mb:  # process-wide: one store per model (the idle step applies it)
+        warmup.configure(replace(warmup.current_config(), kv_state_mb=new.kv_state_mb))
     if initial or new.index_exclude != old.index_exclude:
         ls.ctx.index.configure(ls.roots, new.index_exclude)
     model = new.model or ls.ctx.model
     threads = new.threads or ls.ctx.threads
     if not await _switch_model(ls, model, threads, initial=initial):
         ls.settings = replace(new, model=old.model)
-    if not new.speculative or new.speculative != old.speculative:  # also reaches a newly loaded model
-        _set_speculative(ls, new.speculative)
-
-
-def _set_speculative(ls: FimbleServer, on: bool) -> None:
-    """Speculative decoding on or off, on the engine's own thread (between two requests)."""
-    ls.ctx.completer.worker.submit(lambda engine, _cancel: setattr(engine, "speculative", on))
 
 
 async def pull(ls: FimbleServer) -> None:
