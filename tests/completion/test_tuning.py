@@ -37,7 +37,6 @@ class RecordingEngine(FakeEngine):
     def __init__(self, answer: str) -> None:
         super().__init__(answer)
         self.seen: list[object] = []
-        self.warmer = RecordingWarmer()
 
     def generate(self, prompt: list[int], **kw: object) -> Generation:
         self.seen.append(kw.get("speculative", "own"))
@@ -50,13 +49,18 @@ def _as(tuning: Tuning | None, prefix: str) -> CompletionRequest:
 
 def test_each_request_runs_with_its_own_clients_tuning() -> None:
     engine = RecordingEngine("append(x)")
-    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    warmer = RecordingWarmer()
+    completer = Completer(
+        load=lambda: engine,  # type: ignore[arg-type, return-value]
+        warmup=lambda _engine: warmer,  # type: ignore[arg-type, return-value]
+        prefetch=False,
+    )
     quiet = Tuning(speculative=False, first_ms=0, first_tokens=100)
     completer.submit(_as(quiet, "a."), key="client-a").future.result(5)
     completer.submit(_as(Tuning(), "b."), key="client-b").future.result(5)
     completer.submit(_as(None, "c."), key="http").future.result(5)
     completer.submit(_as(quiet, "d."), key="client-a").future.result(5)
     assert engine.seen == [False, "own", "own", False]
-    assert engine.warmer.firsts == [(0, 100), (1600, 384), None, (0, 100)]
+    assert warmer.firsts == [(0, 100), (1600, 384), None, (0, 100)]
     assert engine.speculative is True  # nothing a client sent was written into the engine
     completer.close()

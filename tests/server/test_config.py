@@ -16,22 +16,30 @@ from fimble.server.lsp.handlers.config import apply
 from fimble.server.lsp.server import FimbleServer
 from fimble.server.shared import SharedCompleter
 from fimble.server.suggest import Query
-from tests.completion.test_tuning import RecordingEngine
+from tests.completion.test_tuning import RecordingEngine, RecordingWarmer
 
 
 @pytest.fixture
 def two_connections(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[tuple[FimbleServer, FimbleServer, RecordingEngine]]:
+) -> Iterator[tuple[FimbleServer, FimbleServer, RecordingEngine, RecordingWarmer]]:
     monkeypatch.setenv("FIMBLE_HOME", str(tmp_path))
     engine = RecordingEngine("append(x)")
+    warmer = RecordingWarmer()
 
     def factory(model: str | None, threads: int, after: Callable[[], object] | None) -> Completer:
-        return Completer(model, threads=threads, load=lambda: engine, after=after, prefetch=False)  # type: ignore[arg-type, return-value]
+        return Completer(
+            model,
+            threads=threads,
+            load=lambda: engine,  # type: ignore[arg-type, return-value]
+            warmup=lambda _engine: warmer,  # type: ignore[arg-type, return-value]
+            after=after,
+            prefetch=False,
+        )
 
     ctx = ServeContext(completer=SharedCompleter(None, 0, factory=factory), index=IndexRunner(NullIndex()))
     assert ctx.completer.wait_ready(5)
-    yield FimbleServer(ctx), FimbleServer(ctx), engine
+    yield FimbleServer(ctx), FimbleServer(ctx), engine, warmer
     ctx.close()
 
 
@@ -41,9 +49,9 @@ async def _suggest(server: FimbleServer, prefix: str) -> None:
 
 
 async def test_one_connections_settings_leave_the_others_requests_alone(
-    two_connections: tuple[FimbleServer, FimbleServer, RecordingEngine],
+    two_connections: tuple[FimbleServer, FimbleServer, RecordingEngine, RecordingWarmer],
 ) -> None:
-    a, b, engine = two_connections
+    a, b, engine, warmer = two_connections
     before = warmup.current_config()
     await apply(a, {}, initial=True)
     await apply(b, {}, initial=True)
@@ -51,7 +59,7 @@ async def test_one_connections_settings_leave_the_others_requests_alone(
     await _suggest(a, "xs.")
     await _suggest(b, "ys.")
     assert engine.seen == [False, "own"]  # b's request runs with the engine's own choice
-    assert engine.warmer.firsts == [(0, 100), (1600, 384)]
+    assert warmer.firsts == [(0, 100), (1600, 384)]
     assert engine.speculative is True  # nothing written into the shared engine
     assert warmup.current_config() == before  # nor into the process-wide warm-up settings
     await apply(b, {"speculative": False})
