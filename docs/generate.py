@@ -265,7 +265,7 @@ _BOXES: dict[str, list[tuple[str, int, int, str, list[str]]]] = {
             620,
             250,
             "Engine (one worker)",
-            ["completion/engine.py, worker.py", "llama.cpp on the CPU: KV reuse,", "saved KV states, drafts"],
+            ["completion/engine/, worker.py", "llama.cpp on the CPU: KV reuse,", "saved KV states, drafts"],
         ),
         (
             "stops",
@@ -308,7 +308,7 @@ _BOXES: dict[str, list[tuple[str, int, int, str, list[str]]]] = {
             620,
             250,
             "引擎（唯一的工作线程）",
-            ["completion/engine.py、worker.py", "CPU 上的 llama.cpp：KV 复用、", "保存的 KV 状态、草稿"],
+            ["completion/engine/、worker.py", "CPU 上的 llama.cpp：KV 复用、", "保存的 KV 状态、草稿"],
         ),
         (
             "stops",

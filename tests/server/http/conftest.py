@@ -1,106 +1,23 @@
 """Fixtures for the HTTP tests: a live uvicorn server on 127.0.0.1 and an ephemeral port, a scripted
-fake engine for the fast tests, and the real small model for the ``model``-marked ones."""
+fake engine for the fast tests (``tests.fakes``), and the real small model for the ``model``-marked ones."""
 
 from __future__ import annotations
 
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
 import uvicorn
 
-from fimble.completion.cancel import CancelToken
 from fimble.completion.completer import Completer
-from fimble.completion.engine import Generation
-from fimble.completion.fim import FimTokens
 from fimble.errors import Cancelled
 from fimble.server.http import HttpSettings, create_app
-
-# Fake control-token ids, far above any character code the fake tokenizer produces.
-_FIM = FimTokens(
-    family="qwen",
-    prefix=1_000_001,
-    suffix=1_000_002,
-    middle=1_000_003,
-    repo_name=1_000_004,
-    file_sep=1_000_005,
-)
-
-
-@dataclass
-class FakeEngine:
-    """A scripted engine: one token per character, ``reply`` (or ``reply_for(prompt text)``) as output.
-
-    ``delay`` seconds per token make generations slow enough to queue, cancel and disconnect from.
-    Every prompt it saw is kept, decoded, in ``prompts``.
-    """
-
-    reply: str = "return 42"
-    delay: float = 0.0
-    n_ctx: int = 4096
-    fim: FimTokens = _FIM
-    prompts: list[str] = field(default_factory=list)
-    reply_for: Callable[[str], str] | None = None
-    cancelled: int = 0
-    started: threading.Event = field(default_factory=threading.Event)
-
-    def tokenize(self, text: str, *, special: bool = False) -> list[int]:
-        return [ord(c) for c in text]
-
-    def detokenize(self, tokens: Sequence[int]) -> str:
-        names = {
-            _FIM.prefix: "<PRE>",
-            _FIM.suffix: "<SUF>",
-            _FIM.middle: "<MID>",
-            _FIM.repo_name: "<REPO>",
-            _FIM.file_sep: "<SEP>",
-        }
-        return "".join(names.get(t) or chr(t) for t in tokens)
-
-    def generate(
-        self,
-        prompt: Sequence[int],
-        *,
-        max_tokens: int = 64,
-        stop: Callable[[str], tuple[str, int] | None] | None = None,
-        cancel: CancelToken | None = None,
-        on_text: Callable[[str], None] | None = None,
-        reuse_limit: int = 0,
-        guide: object = None,
-    ) -> Generation:
-        text_prompt = self.detokenize(prompt)
-        self.prompts.append(text_prompt)
-        self.started.set()
-        reply = self.reply_for(text_prompt) if self.reply_for else self.reply
-        text, reason, n = "", "max_tokens", 0
-        for ch in reply:
-            if n >= max_tokens:
-                break
-            if cancel is not None and cancel.cancelled:
-                reason = "cancelled"
-                self.cancelled += 1
-                break
-            if self.delay:
-                time.sleep(self.delay)
-            text += ch
-            n += 1
-            if stop is not None and (hit := stop(text)) is not None:
-                reason, keep = hit
-                text = text[:keep]
-                break
-            if on_text is not None:
-                on_text(text)
-        else:
-            reason = "eog" if n < max_tokens else "max_tokens"
-        return Generation(text, tuple(range(n)), reason, len(prompt), len(prompt), 0, 1.0, 1.0)
-
-    def close(self) -> None:
-        pass
+from tests.fakes import FakeEngine
 
 
 class LiveServer:
