@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fimble.completion.fim import CONTEXT_TOKENS, build_prompt
-from fimble.completion.loading import load_engine
+from fimble.completion.engine.loading import load_engine
+from fimble.completion.prompt.fim import CONTEXT_TOKENS, build_prompt
 from fimble.evaluation.runner import EvalConfig, Prepared, open_index, prepare
 from fimble.evaluation.sources import fetch_sdist, source_files
 

@@ -27,7 +27,7 @@ from fimble.evaluation.metrics import percentile
 from fimble.evaluation.served_report import wilson
 
 _ROOT = Path(__file__).resolve().parents[1]
-FULL = (768, 128, 256)  # the full prompt's default budgets (fimble/completion/fim.py)
+FULL = (768, 128, 256)  # the full prompt's default budgets (fimble/completion/prompt/fim.py)
 
 
 def load(folder: Path) -> tuple[tuple[int, int, int], str, dict[str, dict[str, Any]]]:

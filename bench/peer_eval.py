@@ -59,7 +59,7 @@ __all__ = ["MODES", "N_CHUNKS", "QUERY_LINES", "bm25_chunks", "load_cases", "mai
 
 MODES = ("local", "bm25")
 N_CHUNKS = 4
-QUERY_LINES = 12  # lines above the cursor in the BM25 query, as fimble.completion.context asks
+QUERY_LINES = 12  # lines above the cursor in the BM25 query, as fimble.completion.context.gather asks
 _ROOT = Path(__file__).resolve().parents[1]
 Row = dict[str, Any]
 _TIMINGS = ("prompt_n", "cache_n", "predicted_n", "prompt_ms", "predicted_ms", "stop_type", "truncated")

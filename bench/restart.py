@@ -20,8 +20,8 @@ from typing import Any
 
 from fimble.completion.completer import Completer
 from fimble.completion.engine import Engine
-from fimble.completion.loading import attach_warmup
 from fimble.completion.service import CompletionRequest
+from fimble.completion.warmup import attach_warmup
 from fimble.models import store
 
 

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fimble.completion.shape import analyze, stop_context
-from fimble.completion.stops import make_stop_check
+from fimble.completion.output.shape import analyze, stop_context
+from fimble.completion.output.stops import make_stop_check
 from fimble.indexer.parse import parser
 
 

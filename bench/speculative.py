@@ -28,7 +28,7 @@ from typing import Any
 import psutil
 
 from fimble.completion.engine import Engine, EngineConfig, default_threads
-from fimble.completion.fim import build_prompt
+from fimble.completion.prompt.fim import build_prompt
 from fimble.completion.service import CompletionRequest, complete
 from fimble.models import store
 

@@ -22,16 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from fimble.completion.engine import Engine, EngineConfig
-from fimble.completion.fim import build_prompt
-from fimble.completion.postprocess import clean_completion
-from fimble.completion.shape import analyze, stop_context, text_heuristic
-from fimble.completion.stops import (
+from fimble.completion.output.postprocess import clean_completion
+from fimble.completion.output.shape import analyze, stop_context, text_heuristic
+from fimble.completion.output.stops import (
     StopContext,
     first_line_stop,
     indent_stop,
     make_stop_check,
     suffix_repeat_stop,
 )
+from fimble.completion.prompt.fim import build_prompt
 from fimble.models import store
 
 _MODULES = ("argparse.py", "csv.py", "textwrap.py", "shutil.py", "json/decoder.py", "logging/handlers.py")

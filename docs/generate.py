@@ -244,7 +244,7 @@ _BOXES: dict[str, list[tuple[str, int, int, str, list[str]]]] = {
             620,
             40,
             "Completer",
-            ["completion/completer.py", "typed-through, completion cache,", "adopts a running generation"],
+            ["completion/completer.py + parts", "typed-through, completion cache,", "adopts a running generation"],
         ),
         (
             "index",
@@ -258,14 +258,14 @@ _BOXES: dict[str, list[tuple[str, int, int, str, list[str]]]] = {
             920,
             250,
             "Context → FIM prompt",
-            ["completion/context.py, fim.py", "repository context, prefix,", "suffix, middle: token ids"],
+            ["completion/context/, prompt/", "repository context, prefix,", "suffix, middle: token ids"],
         ),
         (
             "engine",
             620,
             250,
             "Engine (one worker)",
-            ["completion/engine/, worker.py", "llama.cpp on the CPU: KV reuse,", "saved KV states, drafts"],
+            ["completion/engine/, scheduler.py", "model, slots, decoder: KV reuse,", "saved KV states, drafts"],
         ),
         (
             "stops",
@@ -273,7 +273,7 @@ _BOXES: dict[str, list[tuple[str, int, int, str, list[str]]]] = {
             250,
             "Stops and clean-up",
             [
-                "completion/stops.py, postprocess.py",
+                "completion/output/",
                 "checked after every token;",
                 "indentation, brackets, line ends",
             ],
@@ -287,7 +287,7 @@ _BOXES: dict[str, list[tuple[str, int, int, str, list[str]]]] = {
             620,
             40,
             "补全器",
-            ["completion/completer.py", "顺着输入、补全缓存、", "接管正在运行的生成"],
+            ["completion/completer.py 及其部件", "顺着输入、补全缓存、", "接管正在运行的生成"],
         ),
         (
             "index",
@@ -301,21 +301,21 @@ _BOXES: dict[str, list[tuple[str, int, int, str, list[str]]]] = {
             920,
             250,
             "上下文 → FIM 提示",
-            ["completion/context.py、fim.py", "仓库上下文、前缀、后缀、", "中间：token id"],
+            ["completion/context/、prompt/", "仓库上下文、前缀、后缀、", "中间：token id"],
         ),
         (
             "engine",
             620,
             250,
             "引擎（唯一的工作线程）",
-            ["completion/engine/、worker.py", "CPU 上的 llama.cpp：KV 复用、", "保存的 KV 状态、草稿"],
+            ["completion/engine/、scheduler.py", "模型、槽位、解码器：KV 复用、", "保存的 KV 状态、草稿"],
         ),
         (
             "stops",
             320,
             250,
             "停止规则与清理",
-            ["completion/stops.py、postprocess.py", "每生成一个 token 检查一次；", "缩进、括号、换行符"],
+            ["completion/output/", "每生成一个 token 检查一次；", "缩进、括号、换行符"],
         ),
     ],
 }

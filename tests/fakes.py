@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Generation
-from fimble.completion.fim import FimTokens
+from fimble.completion.engine.cancel import CancelToken
+from fimble.completion.prompt.fim import FimTokens
 from fimble.errors import Cancelled
 
 __all__ = ["FAKE_FIM", "FakeEngine", "FakeKV"]

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from fimble.completion.raw_prompt import RawPrompt
+from fimble.completion.prompt.raw_prompt import RawPrompt
 from fimble.completion.raw_requests import GenerationOptions
 from fimble.errors import FimbleError
 

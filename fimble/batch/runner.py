@@ -19,7 +19,7 @@ from typing import Any
 from fimble.batch.items import BatchItem, ItemError
 from fimble.batch.journal import Journal
 from fimble.completion.engine import Engine, Generation
-from fimble.completion.fim import FimPrompt
+from fimble.completion.prompt.fim import FimPrompt
 from fimble.completion.raw_requests import RawPlan, plan_request
 from fimble.errors import FimbleError
 

@@ -25,7 +25,7 @@ def workspace_root(path: Path) -> Path:
 
 def workspace_context(path: Path, text: str, offset: int) -> tuple[ContextFiles, str, str | None]:
     """(context files, the path the prompt shows, a note for the user when there is no context)."""
-    from fimble.completion.context import gather_context
+    from fimble.completion.context.gather import gather_context
     from fimble.errors import FimbleError, IndexNotReady
     from fimble.indexer import WorkspaceIndex
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from fimble.completion.raw_prompt import RawPrompt
+    from fimble.completion.prompt.raw_prompt import RawPrompt
 
 __all__ = ["batch"]
 
@@ -43,8 +43,8 @@ class _Positions:
     def __call__(self, path: str, line: int, col: int) -> RawPrompt:
         from fimble.commands._workspace import workspace_root
         from fimble.commands.complete import offset_of, read_source
-        from fimble.completion.context import gather_context
-        from fimble.completion.raw_prompt import RawPrompt
+        from fimble.completion.context.gather import gather_context
+        from fimble.completion.prompt.raw_prompt import RawPrompt
 
         file = (self._base / path) if not Path(path).is_absolute() else Path(path)
         text = read_source(file)
@@ -106,7 +106,7 @@ def batch(
     Example: fimble batch requests.jsonl -o answers.jsonl
     """
     from fimble.batch import Journal, parse_items, run_batch
-    from fimble.completion.loading import load_engine
+    from fimble.completion.engine.loading import load_engine
 
     source = sys.stdin if requests == "-" else open(requests, encoding="utf-8")  # noqa: SIM115
     base = Path.cwd() if requests == "-" else Path(requests).resolve().parent

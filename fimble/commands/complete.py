@@ -99,7 +99,7 @@ def run_at(
 ) -> Outcome:
     """Read the file, gather repository context from an existing index, load the model, complete."""
     from fimble.commands._workspace import workspace_context
-    from fimble.completion.loading import load_engine
+    from fimble.completion.engine.loading import load_engine
     from fimble.completion.service import CompletionRequest
     from fimble.completion.service import complete as run_completion
 

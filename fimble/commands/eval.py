@@ -182,7 +182,7 @@ def eval_command(
 
     if (repo is None) == (pypi is None):
         raise InputError("give a repository folder or --pypi NAME==VERSION (one of them)")
-    from fimble.completion.fim import CONTEXT_TOKENS, PREFIX_TOKENS, SUFFIX_TOKENS
+    from fimble.completion.prompt.fim import CONTEXT_TOKENS, PREFIX_TOKENS, SUFFIX_TOKENS
 
     config = EvalConfig(
         samples=samples,

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from typing import Any
 
-from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine, Generation
-from fimble.completion.postprocess import whole_lines
+from fimble.completion.engine.cancel import CancelToken
+from fimble.completion.output.postprocess import whole_lines
 from fimble.completion.service import CompletionRequest, CompletionResult, clean_for
 from fimble.completion.stats import Stats
 from fimble.completion.typeahead import Flight

@@ -16,10 +16,10 @@ from typing import Any
 
 from fimble.completion.adoption import Flights
 from fimble.completion.cache import Cached, CompletionCache
-from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine
+from fimble.completion.engine.cancel import CancelToken
+from fimble.completion.output.shape import CursorSyntax
 from fimble.completion.service import CompletionRequest, CompletionResult, generate, plan, shape_of
-from fimble.completion.shape import CursorSyntax
 from fimble.completion.stats import Stats
 from fimble.completion.typeahead import TypeAhead
 from fimble.completion.worker import EngineWorker, Job, JobKind

@@ -17,11 +17,12 @@ from typing import Any
 from fimble.completion.adoption import EARLY_LINES, Flights
 from fimble.completion.ahead import WorkAhead
 from fimble.completion.cache import CacheConfig, Cached, CompletionCache, request_key
-from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine, Generation
-from fimble.completion.fim import FimPrompt
-from fimble.completion.guide import Guide
-from fimble.completion.loading import attach_warmup, load_engine
+from fimble.completion.engine.cancel import CancelToken
+from fimble.completion.engine.guide import Guide
+from fimble.completion.engine.loading import load_engine
+from fimble.completion.output.shape import CursorSyntax
+from fimble.completion.prompt.fim import FimPrompt
 from fimble.completion.service import (
     CompletionRequest,
     CompletionResult,
@@ -31,11 +32,10 @@ from fimble.completion.service import (
     result_of,
     shape_of,
 )
-from fimble.completion.shape import CursorSyntax
 from fimble.completion.small import SmallAnswers
 from fimble.completion.stats import CompleterStats, Stats
 from fimble.completion.typeahead import Flight, FlightCancel, TypeAhead
-from fimble.completion.warmup import Warmer
+from fimble.completion.warmup import Warmer, attach_warmup
 from fimble.completion.worker import Busy, EngineWorker, Job, JobKind
 
 __all__ = ["EARLY_LINES", "Completer", "CompleterStats"]

@@ -15,14 +15,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from fimble.completion.context.imports import split_choices
 from fimble.completion.engine import Engine, StopCheck
-from fimble.completion.fim import PREFIX_TOKENS, SUFFIX_TOKENS, FimPrompt, build_prompt
-from fimble.completion.guide import Guide, import_guide
-from fimble.completion.imports import split_choices
-from fimble.completion.postprocess import clean_completion, fit_line_start, may_reindent
-from fimble.completion.raw_prompt import ContextFile, RawPrompt
-from fimble.completion.shape import analyze, resolve_language, stop_context
-from fimble.completion.stops import make_stop_check
+from fimble.completion.engine.guide import Guide, import_guide
+from fimble.completion.output.postprocess import clean_completion, fit_line_start, may_reindent
+from fimble.completion.output.shape import analyze, resolve_language, stop_context
+from fimble.completion.output.stops import make_stop_check
+from fimble.completion.prompt.fim import PREFIX_TOKENS, SUFFIX_TOKENS, FimPrompt, build_prompt
+from fimble.completion.prompt.raw_prompt import ContextFile, RawPrompt
 
 __all__ = ["GenerationOptions", "RawPlan", "plan_request", "stop_string_hit", "stop_string_hold"]
 
@@ -54,7 +54,7 @@ class RawPlan:
     context_files: int = 0
     multiline: bool | None = None
     info: dict[str, object] = field(default_factory=dict)  # filled by ``build``: truncated, files kept
-    guide: Guide | None = None  # an import line's choices (``fimble.completion.guide``)
+    guide: Guide | None = None  # an import line's choices (``fimble.completion.engine.guide``)
 
 
 def stop_string_hit(text: str, stops: Sequence[str]) -> tuple[str, int] | None:

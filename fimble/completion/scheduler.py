@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from fimble.completion.cancel import CancelToken
+from fimble.completion.engine.cancel import CancelToken
 
 if TYPE_CHECKING:
     from fimble.completion.engine import Engine

@@ -15,14 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from fimble.completion.cancel import CancelToken
+from fimble.completion.context.imports import ImportChoices, split_choices
 from fimble.completion.engine import Engine, Generation
-from fimble.completion.fim import CONTEXT_TOKENS, PREFIX_TOKENS, SUFFIX_TOKENS, FimPrompt, build_prompt
-from fimble.completion.guide import import_guide
-from fimble.completion.imports import ImportChoices, split_choices
-from fimble.completion.postprocess import clean_completion
-from fimble.completion.shape import CursorSyntax, analyze, resolve_language, stop_context
-from fimble.completion.stops import StopContext, make_stop_check
+from fimble.completion.engine.cancel import CancelToken
+from fimble.completion.engine.guide import import_guide
+from fimble.completion.output.postprocess import clean_completion
+from fimble.completion.output.shape import CursorSyntax, analyze, resolve_language, stop_context
+from fimble.completion.output.stops import StopContext, make_stop_check
+from fimble.completion.prompt.fim import CONTEXT_TOKENS, PREFIX_TOKENS, SUFFIX_TOKENS, FimPrompt, build_prompt
 from fimble.completion.tuning import Tuning
 
 if TYPE_CHECKING:

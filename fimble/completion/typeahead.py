@@ -19,7 +19,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from fimble.completion.cancel import CancelToken
+from fimble.completion.engine.cancel import CancelToken
 
 __all__ = ["Flight", "FlightCancel", "TypeAhead"]
 

@@ -22,6 +22,9 @@ engine leaves it, for the warm-up or another file, and its start line is remembe
 the states on disk, ``starts.py``, so also after a restart). Back in the file a few lines further
 down, the first prompt starts at that line again, so the saved head is read back and only the new
 lines, the suffix and the middle are evaluated, not the whole first prompt.
+
+Past 400 lines because choosing, warming and saving share one state (what the cache holds, what
+is owed to the store); ``attach_warmup`` at the end is how a worker gets its warmer.
 """
 
 from __future__ import annotations
@@ -33,16 +36,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from fimble.completion.cancel import CancelToken
-from fimble.completion.fim import PREFIX_TOKENS, FimPrompt
-from fimble.completion.speed import SpeedMeter
+from fimble.completion.engine.cancel import CancelToken
+from fimble.completion.engine.speed import SpeedMeter
+from fimble.completion.prompt.fim import PREFIX_TOKENS, FimPrompt
 from fimble.completion.starts import StartLines
 from fimble.errors import Cancelled
 
 if TYPE_CHECKING:
     from fimble.completion.engine import Engine, Generation
 
-__all__ = ["Warmer", "WarmupConfig", "configure", "current_config", "describe"]
+__all__ = ["Warmer", "WarmupConfig", "attach_warmup", "configure", "current_config", "describe"]
 
 log = logging.getLogger(__name__)
 
@@ -401,7 +404,7 @@ def _apply_store_setting(engine: Engine, config: WarmupConfig) -> None:
             engine.attach_store(None)
         return
     if engine.store is None:
-        from fimble.completion.kvstore import KVStore, state_dir
+        from fimble.completion.engine.kvstore import KVStore, state_dir
 
         engine.attach_store(KVStore(state_dir(engine.model_path), config.kv_state_mb << 20))
     else:
@@ -419,3 +422,14 @@ def _common(a: Sequence[int], b: Sequence[int]) -> int:
 
 def _starts_with(tokens: Sequence[int], head: Sequence[int]) -> bool:
     return len(tokens) >= len(head) and list(tokens[: len(head)]) == list(head)
+
+
+def attach_warmup(engine: Engine) -> Warmer:
+    """Give ``engine`` its KV state store on disk, as the settings here say, and return the warmer
+    (small first prompts, idle warm-up) for the worker that owns it (``EngineWorker(warmup=...)``)."""
+    from fimble.completion.engine.kvstore import KVStore, state_dir
+
+    config = current_config()
+    if config.kv_state_mb > 0:
+        engine.attach_store(KVStore(state_dir(engine.model_path), config.kv_state_mb << 20))
+    return Warmer()

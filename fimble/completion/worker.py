@@ -19,8 +19,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine
+from fimble.completion.engine.cancel import CancelToken
 from fimble.completion.scheduler import Decision, Job, JobKind, JobQueue, decide, supersedes, token_for
 from fimble.errors import Cancelled, FimbleError
 
@@ -57,7 +57,7 @@ class EngineWorker:
     on that thread before ``load``: a model switch passes the replaced worker's ``join``, so two
     engines never run at once (nor two KV stores on one state directory); a worker stopped by then
     does not load at all. ``warmup`` is called on that thread with the loaded engine and gives the
-    worker its ``warmer`` (``loading.attach_warmup``: small first prompts, idle warm-up), which the
+    worker its ``warmer`` (``warmup.attach_warmup``: small first prompts, idle warm-up), which the
     jobs pass to ``fimble.completion.service``; None: no warmer.
     """
 

@@ -207,7 +207,7 @@ def _run_ceiling(
     """Every prepared sample per model and context setting, in-process from its full prompt."""
     from tqdm import tqdm
 
-    from fimble.completion.loading import load_engine
+    from fimble.completion.engine.loading import load_engine
     from fimble.evaluation.runner import run_model
 
     total = len(prepared) * len(config.contexts) * len(config.models)

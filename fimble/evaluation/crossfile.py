@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from fimble.completion.unbound import PYTHON_BUILTINS
+from fimble.completion.context.unbound import PYTHON_BUILTINS
 
 __all__ = ["Resolver", "Use", "classify", "code_uses", "language_facts", "not_named_above"]
 

@@ -2,7 +2,7 @@
 
 Per sample the index is given the masked document (as an editor buffer) before context is gathered,
 so retrieval cannot find the hidden line itself; the file is restored afterwards. Context gathering
-(``fimble.completion.context``) and completion (``fimble.completion.service.complete``: FIM prompt,
+(``fimble.completion.context.gather``) and completion (``fimble.completion.service.complete``: FIM prompt,
 engine with its KV cache, stops, post-processing) are the code the server runs. Context is gathered
 once per sample and reused for every model, so models are compared on identical prompts.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fimble.completion.fim import CONTEXT_TOKENS, PREFIX_TOKENS, SUFFIX_TOKENS
+from fimble.completion.prompt.fim import CONTEXT_TOKENS, PREFIX_TOKENS, SUFFIX_TOKENS
 from fimble.completion.report import generation_stats
 from fimble.evaluation.crossfile import Resolver, classify, code_uses, not_named_above
 from fimble.evaluation.metrics import first_line, score
@@ -200,7 +200,7 @@ def prepare(
     sample (before, the masks of earlier samples stayed until the end, hiding up to 40 lines of
     other files from later samples' context), also on errors.
     The index must be built and writable."""
-    from fimble.completion.context import ContextGatherer
+    from fimble.completion.context.gather import ContextGatherer
 
     root = index.root
     texts = dict(files)

@@ -39,7 +39,7 @@ class ServeContext:
         factory = None
         if backend_url is not None:
             from fimble.completion.completer import Completer
-            from fimble.completion.remote import load_remote_engine
+            from fimble.completion.engine.remote import load_remote_engine
 
             def factory(m: str | None, t: int, after: Callable[[], object] | None) -> Completer:
                 return Completer(

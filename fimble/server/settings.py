@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from fimble.completion.fim import CONTEXT_TOKENS, PREFIX_TOKENS, SUFFIX_TOKENS
+from fimble.completion.prompt.fim import CONTEXT_TOKENS, PREFIX_TOKENS, SUFFIX_TOKENS
 from fimble.completion.tuning import Tuning
 
 __all__ = ["Resolved", "Settings", "merge_raw", "resolve", "section"]

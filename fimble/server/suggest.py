@@ -19,9 +19,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fimble.completion.completer import EARLY_LINES
-from fimble.completion.imports import IMPORT_CHOICES
+from fimble.completion.context.imports import IMPORT_CHOICES
 from fimble.completion.jobs import Awaiting
-from fimble.completion.postprocess import whole_lines
+from fimble.completion.output.postprocess import whole_lines
 from fimble.completion.report import explanation, generation_stats
 from fimble.completion.service import CompletionRequest, CompletionResult
 from fimble.completion.worker import Job

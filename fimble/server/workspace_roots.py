@@ -3,7 +3,7 @@
 The server's index thread calls these methods (never the event loop). Indexing runs in the indexers'
 own background threads and steps aside while the model works: the engine worker calls ``enter`` and
 ``exit`` around every job, which hold every index's gate. Context comes from
-``fimble.completion.context`` (sticky per cursor region, so the prompt's first chunks stay
+``fimble.completion.context.gather`` (sticky per cursor region, so the prompt's first chunks stay
 token-identical while the user types).
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fimble.completion.context import ContextChunk, ContextGatherer
-from fimble.completion.recent import RecentRegions
+from fimble.completion.context.gather import ContextChunk, ContextGatherer
+from fimble.completion.context.recent import RecentRegions
 from fimble.errors import FimbleError, IndexLocked
 from fimble.indexer.ignore import is_secret_name
 from fimble.server.index_runner import Progress, Snippet

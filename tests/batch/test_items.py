@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from fimble.batch import BatchItem, ItemError, parse_items
-from fimble.completion.raw_prompt import RawPrompt
+from fimble.completion.prompt.raw_prompt import RawPrompt
 
 
 def lines(*objs: object) -> list[str]:

@@ -11,7 +11,7 @@ import pytest
 from fimble.completion.cache import CacheConfig, Cached, CompletionCache
 from fimble.completion.completer import Completer
 from fimble.completion.engine import Generation
-from fimble.completion.fim import FimTokens
+from fimble.completion.prompt.fim import FimTokens
 from fimble.completion.service import CompletionRequest
 from fimble.completion.typeahead import Flight
 from fimble.errors import Cancelled

@@ -7,8 +7,8 @@ and tree-sitter (which shaped the result) disagreed: a Python comment ending in 
 from __future__ import annotations
 
 from fimble.completion.completer import Completer
+from fimble.completion.output.shape import text_heuristic
 from fimble.completion.service import CompletionRequest, shape_of
-from fimble.completion.shape import text_heuristic
 from tests.completion.test_completer import FakeEngine, StreamingEngine, _flight, _running, _wait
 
 LINE = "x = 1  # steps:"

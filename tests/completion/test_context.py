@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fimble.completion.context import ContextChunk, ContextGatherer, gather_context
+from fimble.completion.context.gather import ContextChunk, ContextGatherer, gather_context
 
 
 @dataclass(frozen=True)
@@ -383,7 +383,7 @@ def test_inside_a_long_parenthesised_import_the_module_shows_the_names_the_file_
 def test_in_a_list_of_a_module_that_only_re_imports_names_those_names_are_the_choices() -> None:
     """requests' tests take ``Morsel`` from ``requests.compat``, which imports it from the standard
     library: no workspace file defines it, yet inside that list it is the line's only sound name."""
-    from fimble.completion.imports import IMPORT_CHOICES, ImportChoices
+    from fimble.completion.context.imports import IMPORT_CHOICES, ImportChoices
 
     idx = index()
     idx.imports = [Imp(("pkg/compat.py",), ("Mapping",), line=0, spec="pkg.compat")]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from fimble.completion.engine import CompletionEngine, Engine, EngineConfig
-from fimble.completion.remote import RemoteConfig, RemoteEngine
+from fimble.completion.engine.remote import RemoteConfig, RemoteEngine
 from tests.fakes import FakeEngine
 from tests.model_paths import SMALL, model_path
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import BatchGeneration, Engine, EngineConfig, Generation
-from fimble.completion.fim import build_prompt
+from fimble.completion.engine.cancel import CancelToken
+from fimble.completion.prompt.fim import build_prompt
 from fimble.errors import EngineError
 from tests.model_paths import SMALL, model_path
 

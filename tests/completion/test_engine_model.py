@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from fimble.completion.cancel import CancelToken
+from fimble.completion.context.imports import IMPORT_CHOICES, ImportChoices
 from fimble.completion.engine import Engine, EngineConfig
-from fimble.completion.fim import build_prompt
-from fimble.completion.guide import ImportGuide
-from fimble.completion.imports import IMPORT_CHOICES, ImportChoices
+from fimble.completion.engine.cancel import CancelToken
+from fimble.completion.engine.guide import ImportGuide
+from fimble.completion.prompt.fim import build_prompt
 from fimble.completion.service import CompletionRequest, complete
 from tests.model_paths import DEFAULT, SMALL, model_path
 

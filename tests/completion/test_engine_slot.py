@@ -12,9 +12,9 @@ import pytest
 from fimble.completion.engine import EngineConfig
 from fimble.completion.engine.batch import cells_needed, check_fits
 from fimble.completion.engine.decoder import Decoder
+from fimble.completion.engine.kvstore import KVStore
 from fimble.completion.engine.local import _waves
 from fimble.completion.engine.slot import Slot
-from fimble.completion.kvstore import KVStore
 from fimble.errors import Cancelled, EngineError
 from tests.fakes import FakeKV
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fimble.completion.fields import SourceLines, class_fields, init_attributes
+from fimble.completion.context.fields import SourceLines, class_fields, init_attributes
 
 SOURCE = '''@dataclass
 class WebSearchTool:

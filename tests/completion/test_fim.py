@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fimble.completion.fim import FimTokens, build_prompt, detect_fim
+from fimble.completion.prompt.fim import FimTokens, build_prompt, detect_fim
 from fimble.errors import ModelUnsupported
 
 # A fake vocabulary: control tokens get ids >= 1000, text is tokenized one character per token.

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from fimble.completion.postprocess import clean_completion
-from fimble.completion.shape import analyze, resolve_language, stop_context
-from fimble.completion.stops import make_stop_check
+from fimble.completion.output.postprocess import clean_completion
+from fimble.completion.output.shape import analyze, resolve_language, stop_context
+from fimble.completion.output.stops import make_stop_check
 
 GOLDEN = Path(__file__).parent / "golden"
 CURSOR = "<CURSOR>"

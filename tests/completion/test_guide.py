@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fimble.completion.guide import ImportGuide, import_guide
-from fimble.completion.imports import ImportChoices
+from fimble.completion.context.imports import ImportChoices
+from fimble.completion.engine.guide import ImportGuide, import_guide
 
 CHOICES = ImportChoices({".bccache": ("Bucket",), "jinja2.bccache": ("Bucket",), "typing": ("Any", "cast")})
 

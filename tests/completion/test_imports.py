@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import pytest
 
-from fimble.completion.imports import IMPORT_CHOICES, ImportChoices, import_choices, split_choices
+from fimble.completion.context.imports import IMPORT_CHOICES, ImportChoices, import_choices, split_choices
 from fimble.indexer.types import Definition, Span
 
 
@@ -136,7 +136,7 @@ def test_on_a_real_index_the_gatherer_hands_on_the_choices_last(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Real tree-sitter and LMDB: a src-layout package whose module uses a class from a sibling."""
-    from fimble.completion.context import gather_context
+    from fimble.completion.context.gather import gather_context
     from fimble.indexer import IndexConfig, WorkspaceIndex
 
     monkeypatch.setenv("FIMBLE_HOME", str(tmp_path / "home"))
@@ -163,8 +163,8 @@ def test_on_a_real_index_an_open_list_of_a_re_importing_module_gets_its_names(
 ) -> None:
     """Real tree-sitter and LMDB, requests' layout: ``compat`` takes ``Morsel`` from the standard
     library, and a test lists it among ``from pkg.compat import (...)``."""
-    from fimble.completion.context import gather_context
-    from fimble.completion.guide import import_guide
+    from fimble.completion.context.gather import gather_context
+    from fimble.completion.engine.guide import import_guide
     from fimble.indexer import IndexConfig, WorkspaceIndex
 
     monkeypatch.setenv("FIMBLE_HOME", str(tmp_path / "home"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fimble.completion.kvplan import Chunk, plan_reuse
+from fimble.completion.engine.kvplan import Chunk, plan_reuse
 
 
 def test_prefix_only_when_disabled() -> None:

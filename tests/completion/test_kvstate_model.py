@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from fimble.completion.engine import Engine, EngineConfig
-from fimble.completion.fim import build_prompt
-from fimble.completion.kvstore import KVStore
+from fimble.completion.engine.kvstore import KVStore
+from fimble.completion.prompt.fim import build_prompt
 from tests.model_paths import SMALL, model_path
 
 pytestmark = pytest.mark.model

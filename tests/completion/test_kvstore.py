@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fimble.completion import kvstore
-from fimble.completion.kvstore import KVStore, common_prefix, state_dir
+from fimble.completion.engine import kvstore
+from fimble.completion.engine.kvstore import KVStore, common_prefix, state_dir
 
 
 def _blob(n: int, fill: int = 7) -> bytes:

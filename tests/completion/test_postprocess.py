@@ -6,8 +6,13 @@ from dataclasses import replace
 
 import pytest
 
-from fimble.completion.postprocess import clean_completion, fit_line_start, trim_suffix_overlap, whole_lines
-from fimble.completion.stops import StopContext
+from fimble.completion.output.postprocess import (
+    clean_completion,
+    fit_line_start,
+    trim_suffix_overlap,
+    whole_lines,
+)
+from fimble.completion.output.stops import StopContext
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fimble.completion.raw_prompt import RawPrompt, parse_prompt, split_continue_snippets
+from fimble.completion.prompt.raw_prompt import RawPrompt, parse_prompt, split_continue_snippets
 
 # What Continue's qwenCoderFimTemplate + formatSnippets render (core/autocomplete/templating).
 CONTINUE_TS = (

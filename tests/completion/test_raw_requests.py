@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from fimble.completion import raw_requests
-from fimble.completion.fim import FimPrompt, FimTokens
-from fimble.completion.imports import ImportChoices
-from fimble.completion.raw_prompt import RawPrompt
+from fimble.completion.context.imports import ImportChoices
+from fimble.completion.prompt.fim import FimPrompt, FimTokens
+from fimble.completion.prompt.raw_prompt import RawPrompt
 from fimble.completion.raw_requests import GenerationOptions, plan_request, stop_string_hit, stop_string_hold
 
 FIM = FimTokens(family="qwen", prefix=-1, suffix=-2, middle=-3, repo_name=-4, file_sep=-5)

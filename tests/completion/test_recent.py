@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fimble.completion.context import ContextGatherer
-from fimble.completion.recent import RecentRegions
+from fimble.completion.context.gather import ContextGatherer
+from fimble.completion.context.recent import RecentRegions
 
 DOC = "\n".join(f"line{i} = {i}" for i in range(100))
 

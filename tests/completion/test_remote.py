@@ -22,10 +22,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
-from fimble.completion.cancel import CancelToken
 from fimble.completion.completer import Completer
-from fimble.completion.fim import build_prompt
-from fimble.completion.remote import RemoteConfig, RemoteEngine
+from fimble.completion.engine.cancel import CancelToken
+from fimble.completion.engine.remote import RemoteConfig, RemoteEngine
+from fimble.completion.prompt.fim import build_prompt
 from fimble.errors import BackendError, ConfigError
 from fimble.server.http import HttpSettings, create_app
 from tests.model_paths import SMALL, model_path

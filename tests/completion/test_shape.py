@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from fimble.completion.shape import _window, analyze, resolve_language, shape_spec, stop_context
+from fimble.completion.output.shape import _window, analyze, resolve_language, shape_spec, stop_context
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from fimble.completion.engine import Engine, EngineConfig
-from fimble.completion.fim import build_prompt
+from fimble.completion.prompt.fim import build_prompt
 from fimble.completion.service import CompletionRequest, CompletionResult, complete
 from tests.model_paths import DEFAULT, model_path
 

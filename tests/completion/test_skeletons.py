@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fimble.completion.skeletons import (
+from fimble.completion.context.skeletons import (
     class_skeleton,
     guess_receivers,
     members_by_class,

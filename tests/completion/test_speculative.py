@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fimble.completion.speculative import DraftPolicy, DraftStats, PromptLookup
+from fimble.completion.engine.speculative import DraftPolicy, DraftStats, PromptLookup
 
 
 def test_draft_continues_the_longest_earlier_match() -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Engine, EngineConfig, Generation
-from fimble.completion.fim import build_prompt
-from fimble.completion.speculative import DraftPolicy
+from fimble.completion.engine.cancel import CancelToken
+from fimble.completion.engine.speculative import DraftPolicy
+from fimble.completion.prompt.fim import build_prompt
 from tests.model_paths import DEFAULT, SMALL, model_path
 
 pytestmark = pytest.mark.model

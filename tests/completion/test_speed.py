@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fimble.completion.speed import SpeedMeter
+from fimble.completion.engine.speed import SpeedMeter
 
 
 def test_speed_meter_sizes_the_prompt_to_the_target() -> None:

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from fimble.completion.stops import (
+from fimble.completion.output.stops import (
     StopContext,
     bracket_stop,
     first_line_stop,

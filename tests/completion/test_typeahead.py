@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fimble.completion.cancel import CancelToken
+from fimble.completion.engine.cancel import CancelToken
 from fimble.completion.typeahead import Flight, FlightCancel, TypeAhead
 
 

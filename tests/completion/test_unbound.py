@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fimble.completion.unbound import code_only, import_rows, unbound_definitions, unbound_names
+from fimble.completion.context.unbound import code_only, import_rows, unbound_definitions, unbound_names
 from fimble.indexer.types import Definition, Span
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from fimble.completion import warmup
-from fimble.completion.cancel import CancelToken
-from fimble.completion.fim import FimPrompt, PromptPart
-from fimble.completion.kvstore import KVStore
+from fimble.completion.engine.cancel import CancelToken
+from fimble.completion.engine.kvstore import KVStore
+from fimble.completion.prompt.fim import FimPrompt, PromptPart
 from fimble.completion.warmup import Warmer, WarmupConfig
 from fimble.errors import Cancelled
 

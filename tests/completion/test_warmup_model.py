@@ -13,9 +13,9 @@ import pytest
 from fimble.completion import warmup
 from fimble.completion.completer import Completer
 from fimble.completion.engine import Engine
-from fimble.completion.loading import attach_warmup
+from fimble.completion.engine.speed import SpeedMeter
 from fimble.completion.service import CompletionRequest
-from fimble.completion.speed import SpeedMeter
+from fimble.completion.warmup import attach_warmup
 from tests.model_paths import SMALL, model_path
 
 pytestmark = pytest.mark.model

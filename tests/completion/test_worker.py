@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from fimble.completion.cancel import CancelToken
+from fimble.completion.engine.cancel import CancelToken
 from fimble.completion.scheduler import JobKind
 from fimble.completion.worker import EngineWorker
 from fimble.errors import Cancelled, ModelNotFound

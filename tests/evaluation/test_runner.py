@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fimble.completion.context import ContextGatherer
+from fimble.completion.context.gather import ContextGatherer
 from fimble.evaluation.runner import EvalConfig, open_index, prepare
 from fimble.evaluation.sources import source_files
 

@@ -41,7 +41,7 @@ class Round:
 
 KV_CHILD = """
 import sys, numpy as np
-from fimble.completion.kvstore import KVStore
+from fimble.completion.engine.kvstore import KVStore
 store = KVStore(sys.argv[1], max_bytes=1 << 30)
 rng = np.random.default_rng(int(sys.argv[2]))
 print("OPEN", flush=True)
@@ -105,7 +105,7 @@ def _run_and_kill(code: str, args: list[str], delay: float) -> list[str]:
 def kvstate_round(root: Path, rng: random.Random) -> Round:
     """Kill a child saving KV states (atomic tmp + rename); every reported save must read back
     whole, nothing half-written may be served, and the next save must work."""
-    from fimble.completion.kvstore import KVStore
+    from fimble.completion.engine.kvstore import KVStore
 
     delay = rng.uniform(0.05, 2.0)
     lines = _run_and_kill(KV_CHILD, [str(root), str(rng.randrange(1 << 30))], delay)

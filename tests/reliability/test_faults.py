@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from fimble.completion.cache import CacheConfig, Cached, CompletionCache
-from fimble.completion.kvstore import KVStore
+from fimble.completion.engine.kvstore import KVStore
 from tests.reliability.faults import batch_round, cache_round, kvstate_round
 
 ROUNDS = 3

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from fimble.completion.cancel import CancelToken
 from fimble.completion.completer import Completer
 from fimble.completion.engine import Generation
+from fimble.completion.engine.cancel import CancelToken
 from fimble.errors import Cancelled
 from fimble.server.shared import SharedCompleter
 

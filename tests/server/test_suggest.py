@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from fimble.completion.cache import Cached
-from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Generation
+from fimble.completion.engine.cancel import CancelToken
 from fimble.completion.service import CompletionRequest, CompletionResult
 from fimble.completion.worker import Job
 from fimble.errors import Cancelled

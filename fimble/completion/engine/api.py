@@ -12,12 +12,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from fimble.completion.cancel import CancelToken
+from fimble.completion.engine.cancel import CancelToken
 from fimble.completion.engine.config import Generation, StopCheck
-from fimble.completion.fim import FimTokens
+from fimble.completion.prompt.fim import FimTokens
 
 if TYPE_CHECKING:
-    from fimble.completion.guide import Guide
+    from fimble.completion.engine.guide import Guide
 
 __all__ = ["CompletionEngine"]
 

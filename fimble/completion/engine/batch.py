@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fimble.completion.cancel import CancelToken
+from fimble.completion.engine.cancel import CancelToken
 from fimble.completion.engine.config import TIE_MARGIN, BatchGeneration, StopCheck
 from fimble.completion.engine.decoder import Decoder, Row
 from fimble.completion.engine.slot import Slot

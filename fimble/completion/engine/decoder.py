@@ -16,15 +16,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NoReturn
 
-from fimble.completion.cancel import CancelToken
+from fimble.completion.engine.cancel import CancelToken
 from fimble.completion.engine.config import TIE_MARGIN, EngineConfig, StopCheck
 from fimble.completion.engine.model import Model, aborting
 from fimble.completion.engine.slot import Slot
-from fimble.completion.speculative import DraftPolicy, DraftStats, PromptLookup
+from fimble.completion.engine.speculative import DraftPolicy, DraftStats, PromptLookup
 from fimble.errors import Cancelled, EngineError
 
 if TYPE_CHECKING:
-    from fimble.completion.guide import Guide
+    from fimble.completion.engine.guide import Guide
 
 __all__ = ["Decoded", "Decoder", "Row"]
 

@@ -21,18 +21,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fimble.completion.cancel import CancelToken
 from fimble.completion.engine.batch import cells_needed, check_fits, decode_wave
+from fimble.completion.engine.cancel import CancelToken
 from fimble.completion.engine.config import BatchGeneration, EngineConfig, Generation, StopCheck
 from fimble.completion.engine.decoder import Decoder
+from fimble.completion.engine.kvstore import KVEntry, KVStore
 from fimble.completion.engine.model import Model
 from fimble.completion.engine.slot import LlamaMemory, Slot
-from fimble.completion.kvstore import KVEntry, KVStore
-from fimble.completion.speculative import DraftPolicy
+from fimble.completion.engine.speculative import DraftPolicy
 from fimble.errors import Cancelled, EngineError
 
 if TYPE_CHECKING:
-    from fimble.completion.guide import Guide
+    from fimble.completion.engine.guide import Guide
 
 __all__ = ["Engine"]
 
@@ -212,12 +212,12 @@ class Engine:
         tokens). ``on_text`` receives the text so far after each token (for streaming).
 
         With ``speculative`` (default: ``self.speculative``), each decoding step also checks a draft
-        of the next tokens looked up in the prompt (``fimble.completion.speculative``) in the same
+        of the next tokens looked up in the prompt (``fimble.completion.engine.speculative``) in the same
         batch. Tokens come out of the model one at a time either way and go through the same checks
         in the same order; only the KV cells of tokens a plain decode would not have computed yet are
         dropped at the end, so the output, the stop reasons and the cache are those of plain decoding.
 
-        A ``guide`` (``fimble.completion.guide``) picks each token from the model's best few instead
+        A ``guide`` (``fimble.completion.engine.guide``) picks each token from the model's best few instead
         of the argmax; guided decoding is plain (no drafts): the lines it guides are short.
         """
         t0 = time.perf_counter()

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from fimble.completion.engine.config import EngineConfig, default_threads
-from fimble.completion.fim import FimTokens, candidate_texts, detect_fim
+from fimble.completion.prompt.fim import FimTokens, candidate_texts, detect_fim
 from fimble.errors import EngineError, ModelCorrupt
 from fimble.models import cpu_path
 

@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from fimble.completion.kvplan import Chunk, ReusePlan, plan_reuse
-from fimble.completion.kvstore import KVEntry, KVStore
+from fimble.completion.engine.kvplan import Chunk, ReusePlan, plan_reuse
+from fimble.completion.engine.kvstore import KVEntry, KVStore
 
 __all__ = ["Decode", "KVMemory", "LlamaMemory", "Slot"]
 

@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from fimble.completion.completer import Completer
-from fimble.completion.raw_prompt import RawPrompt
+from fimble.completion.prompt.raw_prompt import RawPrompt
 from fimble.errors import Cancelled
 from fimble.indexer.ignore import is_secret_name
 from fimble.server.http.body import Field, HttpError, parse_fields, read_json

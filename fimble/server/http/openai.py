@@ -16,7 +16,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from fimble.completion.raw_prompt import parse_prompt
+from fimble.completion.prompt.raw_prompt import parse_prompt
 from fimble.completion.raw_requests import GenerationOptions, plan_request
 from fimble.errors import Cancelled
 from fimble.server.http.body import Field, HttpError

@@ -5,6 +5,9 @@ knows (recently edited regions). Order matters as much as choice: the chunks go 
 so a chunk that changes invalidates the model's cache for everything after it. The gatherer is
 therefore *sticky*: it recomputes only when the cursor leaves the region the context was made for,
 and it orders chunks from most stable (outlines of imported modules) to least (lexical neighbours).
+
+Over 400 lines on purpose: the sticky region, the ordering and the budget split are one decision and
+read best together; the renderers it calls live in the modules beside it.
 """
 
 from __future__ import annotations
@@ -16,9 +19,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from fimble.completion.fields import SourceLines
-from fimble.completion.imports import IMPORT_CHOICES, import_choices, open_list
-from fimble.completion.outlines import (
+from fimble.completion.context.fields import SourceLines
+from fimble.completion.context.imports import IMPORT_CHOICES, import_choices, open_list
+from fimble.completion.context.outlines import (
     TEST_FILE,
     definition_chunk,
     outlines,
@@ -26,7 +29,7 @@ from fimble.completion.outlines import (
     reexports,
     render_outline,
 )
-from fimble.completion.skeletons import (
+from fimble.completion.context.skeletons import (
     DefinitionLike,
     Source,
     class_skeleton,
@@ -34,7 +37,7 @@ from fimble.completion.skeletons import (
     members_by_class,
     returned_classes,
 )
-from fimble.completion.unbound import (
+from fimble.completion.context.unbound import (
     PYTHON_BUILTINS,
     bound_names,
     code_only,
@@ -346,7 +349,7 @@ def gather_context(
             continue
         chunks.append(chunk)
     chunks = chunks[:max_chunks]
-    if unbound:  # not shown to the model: it guides the import line (``fimble.completion.guide``)
+    if unbound:  # not shown to the model: it guides the import line (``fimble.completion.engine.guide``)
         try:
             choices = import_choices(index, path, unbound, imports, _listing(lines, line))
         except Exception:

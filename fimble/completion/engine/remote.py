@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fimble.completion.cancel import CancelToken
 from fimble.completion.engine import Generation, StopCheck
-from fimble.completion.fim import FimTokens, candidate_texts, detect_fim
+from fimble.completion.engine.cancel import CancelToken
+from fimble.completion.prompt.fim import FimTokens, candidate_texts, detect_fim
 from fimble.errors import BackendError, ConfigError, ModelCorrupt
 
 __all__ = ["RemoteConfig", "RemoteEngine", "load_remote_engine"]

@@ -32,7 +32,7 @@ class StopContext:
     line_prefix: str  # text of the cursor's line before the cursor
     suffix: str  # document text after the cursor
     multiline: bool
-    # From the syntax at the cursor (``fimble.completion.shape``); the defaults turn the rules off.
+    # From the syntax at the cursor (``fimble.completion.output.shape``); the defaults turn the rules off.
     open_brackets: str | None = None  # brackets open at the cursor, outermost first; None: unknown
     closed_in_suffix: int = 0  # how many of them, innermost first, the suffix closes
     string_quote: str = ""  # closing delimiter of the string the cursor is in, already in the suffix

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fimble.completion.stops import StopContext, make_stop_check
+from fimble.completion.output.stops import StopContext, make_stop_check
 
 __all__ = [
     "clean_completion",

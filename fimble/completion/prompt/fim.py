@@ -9,7 +9,7 @@ The layout is the one the models were trained on, prefix-suffix-middle, with rep
 (the most stable part). llama.vim instead moves the cursor's line after the middle token so that typing
 only appends tokens; measured with Qwen2.5-Coder that costs quality (doubled spaces, re-typed
 identifiers: ``numbers.so`` -> ``ort()``). fimble keeps the trained layout and makes typing cheap in the
-engine instead, by moving the cached suffix into place (see ``fimble.completion.kvplan``).
+engine instead, by moving the cached suffix into place (see ``fimble.completion.engine.kvplan``).
 """
 
 from __future__ import annotations

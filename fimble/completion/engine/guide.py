@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
-from fimble.completion.imports import ImportChoices, open_list
+from fimble.completion.context.imports import ImportChoices, open_list
 
 __all__ = ["Guide", "ImportGuide", "import_guide"]
 

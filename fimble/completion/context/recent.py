@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fimble.completion.context import ContextChunk
+from fimble.completion.context.gather import ContextChunk
 
 __all__ = ["RecentRegions"]
 

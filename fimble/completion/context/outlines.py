@@ -12,7 +12,13 @@ import re
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from fimble.completion.skeletons import Source, class_skeleton, members_by_class, method_in_class, one_line
+from fimble.completion.context.skeletons import (
+    Source,
+    class_skeleton,
+    members_by_class,
+    method_in_class,
+    one_line,
+)
 
 __all__ = ["TEST_FILE", "definition_chunk", "outlines", "reachable", "reexports", "render_outline"]
 

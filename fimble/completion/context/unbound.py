@@ -17,8 +17,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from fimble.completion.outlines import definition_chunk
-from fimble.completion.skeletons import Source
+from fimble.completion.context.outlines import definition_chunk
+from fimble.completion.context.skeletons import Source
 
 __all__ = [
     "PYTHON_BUILTINS",

@@ -7,7 +7,7 @@ work (``from jinja2.bccache import CodeGenerator``: bccache defines no such name
 lines were 2 right of 22 with context). This module works out the statements that would bind a
 missing name, in every form the file could write them: relative within its package, absolute, or
 from a package that re-exports the name, a standard-library module, or a workspace module imported
-whole. ``fimble.completion.guide`` then keeps the generated line to one of them, letting the model
+whole. ``fimble.completion.engine.guide`` then keeps the generated line to one of them, letting the model
 choose which.
 
 The choices travel from the gatherer to the engine's thread as one extra context snippet
@@ -274,7 +274,7 @@ def import_choices(
     """The statements that would bind ``unbound`` names (most used first) of the Python file
     ``importer``: workspace definitions (up to eight per name), modules of the workspace, and the
     standard library. A name found nowhere gives no choice (the guide then lets the model write what
-    it likes, see ``fimble.completion.guide``).
+    it likes, see ``fimble.completion.engine.guide``).
 
     ``listing``: the module of a ``from M import (`` list the cursor is in (``open_list``). The
     file has chosen M already, so every missing name M binds is a choice, also one M only imports

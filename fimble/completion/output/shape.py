@@ -5,6 +5,8 @@ wants: at the end of ``def f():`` or ``if (x) {`` a body, mid-expression the res
 decision reads the tree-sitter tokens around the cursor, so brackets and colons inside strings and
 comments do not count. Only a window of the document is parsed (from a top-level line above the
 cursor to a few lines below), which keeps this at a few milliseconds on any file size.
+One module past 400 lines because the per-language rules (``data/shape.toml``) and the token walk
+that applies them are one algorithm.
 
 The same walk gives the stop rules what they need to balance a suggestion against the suffix: the
 brackets open at the cursor, how many of them the suffix closes, and the quote of a string the cursor
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from fimble.completion.stops import StopContext
+from fimble.completion.output.stops import StopContext
 
 if TYPE_CHECKING:
     from tree_sitter import Node

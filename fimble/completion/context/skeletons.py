@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
-from fimble.completion.fields import class_fields, init_attributes
+from fimble.completion.context.fields import class_fields, init_attributes
 
 __all__ = [
     "DefinitionLike",

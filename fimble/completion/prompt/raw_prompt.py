@@ -8,7 +8,7 @@ the model's FIM format, e.g. for Qwen::
 Completing that text as is would mean tokenizing client text with special tokens enabled (a file that
 contains ``<|fim_middle|>`` could then steer the model) and would bypass fimble's layout, budgets and
 KV reuse. So the text is parsed back into other files, the current path, prefix and suffix, and the
-prompt is rebuilt from token ids by ``fimble.completion.fim.build_prompt``.
+prompt is rebuilt from token ids by ``fimble.completion.prompt.fim.build_prompt``.
 
 Continue puts its context snippets into the prefix as line comments::
 

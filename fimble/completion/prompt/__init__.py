@@ -1,0 +1,1 @@
+"""Prompts as token ids: FIM layouts, and prompts a client rendered itself, parsed back."""
