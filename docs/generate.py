@@ -244,7 +244,11 @@ _BOXES: dict[str, list[tuple[str, int, int, str, list[str]]]] = {
             620,
             40,
             "Completer",
-            ["completion/completer.py + parts", "typed-through, completion cache,", "adopts a running generation"],
+            [
+                "completion/completer.py + parts",
+                "typed-through, completion cache,",
+                "adopts a running generation",
+            ],
         ),
         (
             "index",
@@ -265,7 +269,11 @@ _BOXES: dict[str, list[tuple[str, int, int, str, list[str]]]] = {
             620,
             250,
             "Engine (one worker)",
-            ["completion/engine/, scheduler.py", "model, slots, decoder: KV reuse,", "saved KV states, drafts"],
+            [
+                "completion/engine/, scheduler.py",
+                "model, slots, decoder: KV reuse,",
+                "saved KV states, drafts",
+            ],
         ),
         (
             "stops",

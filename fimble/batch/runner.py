@@ -10,10 +10,11 @@ the weights), and are decoded one by one otherwise, with the same outputs either
 
 from __future__ import annotations
 
+import codecs
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fimble.batch.items import BatchItem, ItemError
@@ -41,6 +42,7 @@ class BatchSummary:
     prompt_tokens: int = 0
     seconds: float = 0.0
     repaired_lines: int = 0
+    near_ties: int = 0  # batched choices whose lead was under the tie margin (may differ from alone)
     stop_reasons: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -64,7 +66,7 @@ def _error_record(item_id: str, line_no: int, error: str) -> dict[str, Any]:
 
 
 def _record(item: BatchItem, text: str, gen: Generation) -> dict[str, Any]:
-    return {
+    record: dict[str, Any] = {
         "id": item.id,
         "text": text,
         "tokens": len(gen.tokens),
@@ -77,6 +79,10 @@ def _record(item: BatchItem, text: str, gen: Generation) -> dict[str, Any]:
             "tokens_reused": gen.tokens_reused,
         },
     }
+    # Decoded beside others: where a choice's lead was this small, decoding alone may have differed.
+    if ties := [t for t in getattr(gen, "near_ties", ()) if t < len(gen.tokens)]:
+        record["near_ties"] = len(ties)
+    return record
 
 
 def _decode_one(engine: Engine, plan: RawPlan, prompt: FimPrompt | list[int]) -> Generation:
@@ -90,11 +96,55 @@ def _decode_one(engine: Engine, plan: RawPlan, prompt: FimPrompt | list[int]) ->
     )
 
 
+def _tokens(prompt: FimPrompt | list[int]) -> list[int]:
+    return list(prompt.tokens) if isinstance(prompt, FimPrompt) else prompt
+
+
+def _replay(engine: Engine, gen: Generation, plan: RawPlan) -> Generation:
+    """``gen`` (decoded with the group's largest ``max_tokens`` and no stop rule) as ``plan`` alone would
+    have ended it: its stop rules checked on the text after every token, as ``Engine.generate`` does,
+    and its own ``max_tokens``. The stop rules are functions of the text so far, so this is exact."""
+    utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+    text, kept, reason = "", 0, gen.stop_reason
+    for tok in gen.tokens:
+        if kept == plan.max_tokens:
+            reason = "max_tokens"
+            break
+        kept += 1
+        text += utf8.decode(engine.piece(tok))
+        if (hit := plan.stop(text)) is not None:
+            reason, keep = hit
+            text = text[:keep]
+            break
+    else:
+        if kept == plan.max_tokens:  # alone, the loop ends here before it sees what came next
+            reason = "max_tokens"
+    if reason in ("max_tokens", "eog"):
+        text += utf8.decode(b"", final=True)
+    return replace(gen, text=text, tokens=gen.tokens[:kept], stop_reason=reason)
+
+
 def _decode_group(
     engine: Engine, plans: Sequence[RawPlan], prompts: Sequence[FimPrompt | list[int]]
 ) -> list[Generation]:
-    """One ``Generation`` per plan, in order: greedy, as if each were decoded alone."""
-    return [_decode_one(engine, plan, prompt) for plan, prompt in zip(plans, prompts, strict=True)]
+    """One ``Generation`` per plan, in order: greedy, as if each were decoded alone.
+
+    Where the engine has batch slots, the plans without a guide (guided decoding picks among choices
+    token by token, alone) are decoded together in one ``generate_batch``: equal to decoding alone
+    except after a near-tie (``BatchGeneration.near_ties``)."""
+    together = [i for i, plan in enumerate(plans) if plan.guide is None]
+    if len(together) < 2 or not getattr(engine, "batch_slots", None):
+        return [_decode_one(engine, plan, prompt) for plan, prompt in zip(plans, prompts, strict=True)]
+    out: list[Generation | None] = [None] * len(plans)
+    gens = engine.generate_batch(
+        [_tokens(prompts[i]) for i in together], max_tokens=max(plans[i].max_tokens for i in together)
+    )
+    for i, gen in zip(together, gens, strict=True):
+        out[i] = _replay(engine, gen, plans[i])
+    for i, plan in enumerate(plans):
+        if out[i] is None:
+            out[i] = _decode_one(engine, plan, prompts[i])
+    return [g for g in out if g is not None]
 
 
 def run_batch(
@@ -151,6 +201,7 @@ def run_batch(
             records.append(_record(item, text, gen))
             summary.done += 1
             summary.tokens_generated += len(gen.tokens)
+            summary.near_ties += records[-1].get("near_ties", 0)
             summary.prompt_tokens += gen.prompt_tokens
             summary.stop_reasons[gen.stop_reason] = summary.stop_reasons.get(gen.stop_reason, 0) + 1
         commit(records)

@@ -69,7 +69,7 @@ class _Positions:
     default=1,
     show_default=True,
     type=click.IntRange(1, 256),
-    help="Requests decoded together (1: one at a time).",
+    help="Requests decoded together, one KV sequence each (1: one at a time).",
 )
 @click.option("--model", "-m", default=None, help="Model name from `fimble models list`, or a .gguf path.")
 @click.option(
@@ -116,7 +116,9 @@ def batch(
     finally:
         if source is not sys.stdin:
             source.close()
-    engine = load_engine(model, threads=threads)
+    # Each batch slot may hold a prompt and its answer; the KV cells are shared by all (unified).
+    n_ctx = 4096 if width == 1 else min(32768, max(4096, 1024 * width))
+    engine = load_engine(model, threads=threads, n_ctx=n_ctx, batch_slots=0 if width == 1 else width)
     show = not quiet and sys.stderr.isatty()
     try:
         with Journal(Path(output)) as journal:

@@ -6,9 +6,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from fimble.completion.engine import Generation
+from fimble.completion.engine import BatchGeneration, Generation
 
-__all__ = ["EchoEngine", "answer_for"]
+__all__ = ["BatchEchoEngine", "EchoEngine", "answer_for"]
 
 
 def answer_for(prompt: str) -> str:
@@ -36,16 +36,45 @@ class EchoEngine:
         self.calls.append(text_in)
         if self.delay:
             time.sleep(self.delay)
-        out, reason = "", "max_tokens"
+        out, taken, reason = "", "", "max_tokens"
         for ch in answer_for(text_in)[:max_tokens]:
             out += ch
+            taken += ch  # like the engine's tokens: the one a stop rule cut is still generated
             if stop is not None and (hit := stop(out)) is not None:
                 reason, keep = hit
                 out = out[:keep]
                 break
         else:
             reason = "max_tokens" if len(out) >= max_tokens else "eog"
-        return Generation(out, tuple(map(ord, out)), reason, len(prompt), len(prompt), 0, 1.0, 2.0)
+        return Generation(out, tuple(map(ord, taken)), reason, len(prompt), len(prompt), 0, 1.0, 2.0)
 
     def close(self) -> None:
         pass
+
+
+class BatchEchoEngine(EchoEngine):
+    """``EchoEngine`` with batch slots: ``generate_batch`` answers every prompt to ``max_tokens`` (or its
+    end) with no stop rule, as the real one does when the runner leaves the stop rules to itself."""
+
+    batch_slots = (2, 3, 4)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[int] = []
+
+    def piece(self, token: int) -> bytes:
+        return chr(token).encode()
+
+    def generate_batch(
+        self, prompts: Sequence[Sequence[int]], *, max_tokens: int = 64
+    ) -> list[BatchGeneration]:
+        self.batches.append(len(prompts))
+        out = []
+        for prompt in prompts:
+            full = answer_for("".join(map(chr, prompt)))
+            text = full[:max_tokens]
+            reason = "max_tokens" if len(full) > max_tokens else "eog"
+            out.append(
+                BatchGeneration(text, tuple(map(ord, text)), reason, len(prompt), len(prompt), 0, 1.0, 2.0)
+            )
+        return out

@@ -85,4 +85,7 @@ def test_batch_answers_every_line_and_resumes_after_sigkill(tmp_path: Path) -> N
         and resumed["skipped"] + resumed["done"] + resumed["errors"] == 15
     )
     got = records(killed)
-    assert {k: v.get("text") for k, v in got.items()} == {k: v.get("text") for k, v in expected.items()}
+    assert set(got) == set(expected)
+    # Decoded four at a time: the same answers, except where a near-tie was counted.
+    differ = [k for k in got if got[k].get("text") != expected[k].get("text")]
+    assert all(got[k].get("near_ties") for k in differ), differ

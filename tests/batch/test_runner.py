@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from fimble.batch import Journal, parse_items, run_batch
-from tests.batch.fake import EchoEngine, answer_for
+from tests.batch.fake import BatchEchoEngine, EchoEngine, answer_for
 
 REQUESTS = [
     {"id": "a", "prompt": "one two"},
@@ -67,3 +67,17 @@ def test_width_does_not_change_what_is_answered(tmp_path: Path) -> None:
         texts.append({k: v.get("text") for k, v in by_id(out).items()})
         assert progress[-1] == (5, 5)
     assert texts[0] == texts[1] == texts[2]
+
+
+def test_a_group_decoded_together_ends_each_request_as_alone(tmp_path: Path) -> None:
+    """The engine decodes the group to its largest max_tokens with no stop rule; every request's own
+    stop strings, stop rules and max_tokens are applied after, token by token, as decoding alone does."""
+    alone, together = tmp_path / "alone.jsonl", tmp_path / "together.jsonl"
+    with Journal(alone) as journal:
+        run_batch(EchoEngine(), parse_items(inputs()), journal, width=1)  # type: ignore[arg-type]
+    engine = BatchEchoEngine()
+    with Journal(together) as journal:
+        run_batch(engine, parse_items(inputs()), journal, width=4)  # type: ignore[arg-type]
+    assert engine.batches == [4] and engine.calls == []  # the four good requests in one batch
+    strip = lambda r: {k: v for k, v in r.items() if k != "timings"}  # noqa: E731
+    assert {k: strip(v) for k, v in by_id(together).items()} == {k: strip(v) for k, v in by_id(alone).items()}
