@@ -1,0 +1,112 @@
+"""Batch throughput: ``fimble batch`` requests per second at widths 1, 2, 4, 8, 16 on one engine.
+
+Short FIM requests cut from a real repository (this one's ``fimble/`` sources, or ``--repo``): at a
+random line end, up to ``--lines`` lines above as the prefix and a few below as the suffix. Every
+width runs the same requests through the same runner and journal as the command (``run_batch``), on
+one engine loaded with enough batch slots for the widest run, so the figures are ratios within one
+run. Width 1 is the baseline (each request alone); the answers of each width are compared with it
+(differences are only allowed after a counted near-tie). Writes JSON (default
+``bench/results/batch.json``). Run: ``.venv/bin/python bench/batch.py --n 32``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from fimble.batch import Journal, parse_items, run_batch  # noqa: E402
+from fimble.completion.engine.loading import load_engine  # noqa: E402
+
+
+def requests(repo: Path, n: int, lines: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    files = sorted(p for p in repo.rglob("*.py") if p.stat().st_size > 2000)
+    out = []
+    while len(out) < n:
+        path = rng.choice(files)
+        text = path.read_text(encoding="utf-8", errors="replace").split("\n")
+        i = rng.randrange(lines, len(text) - 4)
+        cur = text[i]
+        if len(cur.strip()) < 8:
+            continue
+        cut = len(cur) - len(cur.lstrip()) + rng.randrange(1, max(2, len(cur.strip()) // 2))
+        prefix = "\n".join([*text[i - lines : i], cur[:cut]])
+        suffix = "\n".join([cur[cut:], *text[i + 1 : i + 4]])
+        item = {"id": f"r{len(out)}", "prefix": prefix, "suffix": suffix, "max_tokens": 24}
+        out.append(json.dumps(item | {"path": path.relative_to(repo).as_posix()}))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--model", default="qwen2.5-coder-1.5b")
+    parser.add_argument("--repo", type=Path, default=ROOT / "fimble")
+    parser.add_argument("--n", type=int, default=32)
+    parser.add_argument("--lines", type=int, default=6, help="prefix lines above the cursor")
+    parser.add_argument("--widths", default="1,2,4,8,16")
+    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench/results/batch.json")
+    args = parser.parse_args()
+    widths = [int(w) for w in args.widths.split(",")]
+    lines = requests(args.repo, args.n, args.lines, args.seed)
+    engine = load_engine(args.model, threads=args.threads, n_ctx=16384, batch_slots=max(widths))
+    runs: list[dict[str, Any]] = []
+    answers: dict[int, dict[str, dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory(prefix="fimble-batch-") as tmp:
+        for width in widths:
+            out = Path(tmp) / f"w{width}.jsonl"
+            engine.reset()
+            started = time.perf_counter()
+            with Journal(out) as journal:
+                summary = run_batch(engine, parse_items(lines), journal, width=width)
+            wall = time.perf_counter() - started
+            answers[width] = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+            base = answers[widths[0]]
+            differ = [k for k, r in answers[width].items() if r.get("text") != base[k].get("text")]
+            runs.append(
+                {
+                    "width": width,
+                    "requests": summary.done,
+                    "seconds": round(wall, 2),
+                    "requests_per_s": round(summary.done / wall, 3),
+                    "tokens_per_s": round(summary.tokens_generated / wall, 2),
+                    "prompt_tokens": summary.prompt_tokens,
+                    "tokens_generated": summary.tokens_generated,
+                    "near_ties": summary.near_ties,
+                    "differ_from_width_1": len(differ),
+                    "differ_without_near_tie": sum(not answers[width][k].get("near_ties") for k in differ),
+                }
+            )
+            print(json.dumps(runs[-1]), flush=True)
+    base_rate = runs[0]["requests_per_s"]
+    for run in runs:
+        run["speedup"] = round(run["requests_per_s"] / base_rate, 2) if base_rate else None
+    result = {
+        "model": args.model,
+        "threads": engine.threads,
+        "requests": args.n,
+        "prefix_lines": args.lines,
+        "max_tokens": 24,
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load": os.getloadavg()},
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "runs": runs,
+    }
+    engine.close()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
