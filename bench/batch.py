@@ -29,7 +29,9 @@ from fimble.batch import Journal, parse_items, run_batch  # noqa: E402
 from fimble.completion.engine.loading import load_engine  # noqa: E402
 
 
-def requests(repo: Path, n: int, lines: int, seed: int) -> list[str]:
+def requests(
+    repo: Path, n: int, lines: int, seed: int, max_tokens: int = 24, multiline: bool | None = None
+) -> list[str]:
     rng = random.Random(seed)
     files = sorted(p for p in repo.rglob("*.py") if p.stat().st_size > 2000)
     out = []
@@ -43,7 +45,9 @@ def requests(repo: Path, n: int, lines: int, seed: int) -> list[str]:
         cut = len(cur) - len(cur.lstrip()) + rng.randrange(1, max(2, len(cur.strip()) // 2))
         prefix = "\n".join([*text[i - lines : i], cur[:cut]])
         suffix = "\n".join([cur[cut:], *text[i + 1 : i + 4]])
-        item = {"id": f"r{len(out)}", "prefix": prefix, "suffix": suffix, "max_tokens": 24}
+        item = {"id": f"r{len(out)}", "prefix": prefix, "suffix": suffix, "max_tokens": max_tokens}
+        if multiline is not None:
+            item["multiline"] = multiline
         out.append(json.dumps(item | {"path": path.relative_to(repo).as_posix()}))
     return out
 
@@ -55,12 +59,14 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=32)
     parser.add_argument("--lines", type=int, default=6, help="prefix lines above the cursor")
     parser.add_argument("--widths", default="1,2,4,8,16")
+    parser.add_argument("--max-tokens", type=int, default=24)
+    parser.add_argument("--multiline", action="store_true", help="ask for blocks, not the rest of a line")
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results/batch.json")
     args = parser.parse_args()
     widths = [int(w) for w in args.widths.split(",")]
-    lines = requests(args.repo, args.n, args.lines, args.seed)
+    lines = requests(args.repo, args.n, args.lines, args.seed, args.max_tokens, args.multiline or None)
     engine = load_engine(args.model, threads=args.threads, n_ctx=16384, batch_slots=max(widths))
     runs: list[dict[str, Any]] = []
     answers: dict[int, dict[str, dict[str, Any]]] = {}
@@ -98,7 +104,8 @@ def main() -> None:
         "threads": engine.threads,
         "requests": args.n,
         "prefix_lines": args.lines,
-        "max_tokens": 24,
+        "max_tokens": args.max_tokens,
+        "multiline": args.multiline,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load": os.getloadavg()},
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "runs": runs,

@@ -10,16 +10,15 @@ the weights), and are decoded one by one otherwise, with the same outputs either
 
 from __future__ import annotations
 
-import codecs
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from fimble.batch.items import BatchItem, ItemError
 from fimble.batch.journal import Journal
-from fimble.completion.engine import Engine, Generation
+from fimble.completion.engine import Engine, Generation, StopCheck
 from fimble.completion.prompt.fim import FimPrompt
 from fimble.completion.raw_requests import RawPlan, plan_request
 from fimble.errors import FimbleError
@@ -80,7 +79,8 @@ def _record(item: BatchItem, text: str, gen: Generation) -> dict[str, Any]:
         },
     }
     # Decoded beside others: where a choice's lead was this small, decoding alone may have differed.
-    if ties := [t for t in getattr(gen, "near_ties", ()) if t < len(gen.tokens)]:
+    # (A tie at index len(tokens) chose the end-of-generation token that ended it.)
+    if ties := [t for t in getattr(gen, "near_ties", ()) if t <= len(gen.tokens)]:
         record["near_ties"] = len(ties)
     return record
 
@@ -100,28 +100,19 @@ def _tokens(prompt: FimPrompt | list[int]) -> list[int]:
     return list(prompt.tokens) if isinstance(prompt, FimPrompt) else prompt
 
 
-def _replay(engine: Engine, gen: Generation, plan: RawPlan) -> Generation:
-    """``gen`` (decoded with the group's largest ``max_tokens`` and no stop rule) as ``plan`` alone would
-    have ended it: its stop rules checked on the text after every token, as ``Engine.generate`` does,
-    and its own ``max_tokens``. The stop rules are functions of the text so far, so this is exact."""
-    utf8 = codecs.getincrementaldecoder("utf-8")("replace")
-    text, kept, reason = "", 0, gen.stop_reason
-    for tok in gen.tokens:
-        if kept == plan.max_tokens:
-            reason = "max_tokens"
-            break
-        kept += 1
-        text += utf8.decode(engine.piece(tok))
+def _stop_within(plan: RawPlan) -> StopCheck:
+    """``plan``'s stop rules, and its own ``max_tokens`` when the group decodes to a larger one: the
+    check runs once per generated token, after it, as ``Engine.generate`` runs it."""
+    taken = 0
+
+    def check(text: str) -> tuple[str, int] | None:
+        nonlocal taken
+        taken += 1
         if (hit := plan.stop(text)) is not None:
-            reason, keep = hit
-            text = text[:keep]
-            break
-    else:
-        if kept == plan.max_tokens:  # alone, the loop ends here before it sees what came next
-            reason = "max_tokens"
-    if reason in ("max_tokens", "eog"):
-        text += utf8.decode(b"", final=True)
-    return replace(gen, text=text, tokens=gen.tokens[:kept], stop_reason=reason)
+            return hit
+        return ("max_tokens", len(text)) if taken >= plan.max_tokens else None
+
+    return check
 
 
 def _decode_group(
@@ -130,17 +121,20 @@ def _decode_group(
     """One ``Generation`` per plan, in order: greedy, as if each were decoded alone.
 
     Where the engine has batch slots, the plans without a guide (guided decoding picks among choices
-    token by token, alone) are decoded together in one ``generate_batch``: equal to decoding alone
-    except after a near-tie (``BatchGeneration.near_ties``)."""
+    token by token, alone) are decoded together in one ``generate_batch``, each with its own stop
+    rules and ``max_tokens``: equal to decoding alone except after a near-tie
+    (``BatchGeneration.near_ties``)."""
     together = [i for i, plan in enumerate(plans) if plan.guide is None]
     if len(together) < 2 or not getattr(engine, "batch_slots", None):
         return [_decode_one(engine, plan, prompt) for plan, prompt in zip(plans, prompts, strict=True)]
     out: list[Generation | None] = [None] * len(plans)
     gens = engine.generate_batch(
-        [_tokens(prompts[i]) for i in together], max_tokens=max(plans[i].max_tokens for i in together)
+        [_tokens(prompts[i]) for i in together],
+        max_tokens=max(plans[i].max_tokens for i in together),
+        stops=[_stop_within(plans[i]) for i in together],
     )
     for i, gen in zip(together, gens, strict=True):
-        out[i] = _replay(engine, gen, plans[i])
+        out[i] = gen
     for i, plan in enumerate(plans):
         if out[i] is None:
             out[i] = _decode_one(engine, plan, prompts[i])

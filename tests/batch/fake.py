@@ -53,8 +53,8 @@ class EchoEngine:
 
 
 class BatchEchoEngine(EchoEngine):
-    """``EchoEngine`` with batch slots: ``generate_batch`` answers every prompt to ``max_tokens`` (or its
-    end) with no stop rule, as the real one does when the runner leaves the stop rules to itself."""
+    """``EchoEngine`` with batch slots: ``generate_batch`` answers every prompt as ``generate`` would,
+    each with its own stop check from ``stops``, and records the size of each batch."""
 
     batch_slots = (2, 3, 4)
 
@@ -62,19 +62,13 @@ class BatchEchoEngine(EchoEngine):
         super().__init__()
         self.batches: list[int] = []
 
-    def piece(self, token: int) -> bytes:
-        return chr(token).encode()
-
     def generate_batch(
-        self, prompts: Sequence[Sequence[int]], *, max_tokens: int = 64
+        self, prompts: Sequence[Sequence[int]], *, max_tokens: int = 64, stops: Sequence[Any] = ()
     ) -> list[BatchGeneration]:
         self.batches.append(len(prompts))
         out = []
-        for prompt in prompts:
-            full = answer_for("".join(map(chr, prompt)))
-            text = full[:max_tokens]
-            reason = "max_tokens" if len(full) > max_tokens else "eog"
-            out.append(
-                BatchGeneration(text, tuple(map(ord, text)), reason, len(prompt), len(prompt), 0, 1.0, 2.0)
-            )
+        for prompt, stop in zip(prompts, stops, strict=True):
+            gen = EchoEngine.generate(self, prompt, max_tokens=max_tokens, stop=stop)
+            out.append(BatchGeneration(**{f: getattr(gen, f) for f in gen.__dataclass_fields__}))
+        self.calls.clear()  # not decoded alone
         return out

@@ -70,8 +70,8 @@ def test_width_does_not_change_what_is_answered(tmp_path: Path) -> None:
 
 
 def test_a_group_decoded_together_ends_each_request_as_alone(tmp_path: Path) -> None:
-    """The engine decodes the group to its largest max_tokens with no stop rule; every request's own
-    stop strings, stop rules and max_tokens are applied after, token by token, as decoding alone does."""
+    """The group is decoded together to its largest max_tokens, each request with its own stop strings,
+    stop rules and max_tokens checked after every token, as decoding it alone does."""
     alone, together = tmp_path / "alone.jsonl", tmp_path / "together.jsonl"
     with Journal(alone) as journal:
         run_batch(EchoEngine(), parse_items(inputs()), journal, width=1)  # type: ignore[arg-type]

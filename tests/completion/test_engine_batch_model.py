@@ -74,6 +74,20 @@ def test_two_prompts_in_one_batch_give_each_prompt_s_greedy_output(
     assert logged == sum(len(g.near_ties) for g in got)
 
 
+def test_each_prompt_stops_by_its_own_rule(small: Engine) -> None:
+    """Per-prompt stop checks (``stops``): one request stops after its first token while the other
+    goes on to max_tokens (wave sizes 2 and 4: across waves the checks stay with their prompts)."""
+    p1, p2, p3 = prompts(small)
+    first = lambda text: ("first", len(text)) if text else None  # noqa: E731
+    small.reset()
+    got = small.generate_batch([p1, p2, p3, p1], max_tokens=8, stops=[first, None, None, first])
+    assert got[0].stop_reason == "first" and len(got[0].tokens) == 1
+    assert got[3].stop_reason == "first" and len(got[3].tokens) == 1
+    assert all(len(g.tokens) > 1 or g.stop_reason == "eog" for g in got[1:3])
+    with pytest.raises(ValueError):
+        small.generate_batch([p1, p2], max_tokens=4, stops=[first])
+
+
 def test_the_interactive_slot_keeps_serving_around_a_batch(small: Engine) -> None:
     """The batch uses other sequences: the editor's cache is untouched and the next keystroke's
     request reuses it exactly as if no batch had run."""

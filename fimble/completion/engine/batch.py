@@ -1,9 +1,9 @@
 """Several prompts decoded together, one KV sequence (batch slot) each, as llama.cpp's server does.
 
-The prompts are evaluated in shared ``llama_batch``es (every token with its own sequence id and
-position, logits for each prompt's last token); then every unfinished sequence advances one token per
-``llama_decode`` call, one batch row each. The weights are read once per call for all rows, which is
-what makes several sequences cheaper than the same prompts one after another on a CPU.
+Each prompt is evaluated into its own slot (``_evaluate_prompts`` says why one prompt per call);
+then every unfinished sequence advances one token per ``llama_decode`` call, one batch row each.
+The weights are read once per call for all rows, which is what makes several sequences cheaper than
+the same prompts one after another on a CPU.
 
 Cell budget: the KV buffer is unified, so the batch slots use the same n_ctx cells as the interactive
 slot (sequence 0). A wave of prompts needs its prompts' lengths plus ``max_tokens`` per prompt; when the
@@ -56,6 +56,7 @@ class _Seq:
 
     slot: Slot
     prompt: Sequence[int]
+    stop: StopCheck | None = None  # its own stop rules (``decode_wave``'s ``stops``)
     utf8: Any = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")("replace"))
     tokens: list[int] = field(default_factory=list)
     text: str = ""
@@ -79,15 +80,18 @@ def decode_wave(
     stop: StopCheck | None = None,
     cancel: CancelToken | None = None,
     reserved: int = 0,
+    stops: Sequence[StopCheck | None] | None = None,
 ) -> list[BatchGeneration]:
     """Greedy completions of ``prompts`` (at most one per slot, all slots empty), decoded together.
 
     Stops each at an end-of-generation or FIM stop token, ``stop`` on its text, ``max_tokens``, a full
     context (``reserved``: cells other sequences hold), or ``cancel`` (checked between steps; the abort
     callback may also stop a step, since nobody waits for batch work). The slots are empty again on
-    return."""
+    return. ``stops``: one stop check per prompt instead of ``stop`` for all (each request its own
+    rules, so none decodes past its end while the others go on)."""
     model = decoder.model
-    seqs = [_Seq(slot, prompt) for slot, prompt in zip(slots, prompts, strict=False)]
+    checks = list(stops) if stops is not None else [stop] * len(prompts)
+    seqs = [_Seq(slot, prompt, check) for slot, prompt, check in zip(slots, prompts, checks, strict=False)]
     t0 = time.perf_counter()
     decoder.cancel = cancel
     try:
@@ -102,7 +106,7 @@ def decode_wave(
             rows: list[Row] = []
             used = sum(len(s.slot.cells) for s in seqs) + reserved
             for s in running:
-                _take(s, model, max_tokens, stop, cancel)
+                _take(s, model, max_tokens, s.stop, cancel)
                 if not s.reason and used + len(rows) + 1 > model.n_ctx:
                     s.reason = "context_full"
                 if s.reason:
@@ -131,20 +135,24 @@ def decode_wave(
 
 def _evaluate_prompts(decoder: Decoder, seqs: list[_Seq]) -> None:
     """Evaluate every prompt into its slot, ``n_batch`` rows per call, reading each prompt's first
-    choice from the call that held its last token (logits live only until the next call)."""
-    rows: list[tuple[_Seq, Row]] = [
-        (s, (s.slot, pos, tok, pos == len(s.prompt) - 1)) for s in seqs for pos, tok in enumerate(s.prompt)
-    ]
+    choice from the call that held its last token (logits live only until the next call).
+
+    One prompt per call: prompt evaluation is bound by compute, not by reading the weights, so
+    several prompts in one call were no faster (0.5B, 3 prompts: 2.0 s together, 1.9 s apart), and
+    a prompt alone in its calls is computed in the same shapes as when it is decoded alone, so its
+    first token is the same even at a near-tie. Mixed, the 1.5B model's first token differed at
+    near-ties (an end of generation instead of ``_init__``), and a first token that differs changes
+    the whole answer."""
     step = decoder.config.n_batch
-    for start in range(0, len(rows), step):
-        chunk = rows[start : start + step]
-        rc = decoder.decode_rows([row for _, row in chunk], armed=True)
-        if rc != 0:
-            decoder.fail(rc, "batch prompt evaluation")
-        for i, (s, (_, _, _, logits)) in enumerate(chunk):
-            if logits:
-                s.choose(decoder.model.top2(i))
     for s in seqs:
+        rows: list[Row] = [(s.slot, pos, tok, pos == len(s.prompt) - 1) for pos, tok in enumerate(s.prompt)]
+        for start in range(0, len(rows), step):
+            chunk = rows[start : start + step]
+            rc = decoder.decode_rows(chunk, armed=True)
+            if rc != 0:
+                decoder.fail(rc, "batch prompt evaluation")
+            if chunk[-1][3]:
+                s.choose(decoder.model.top2(len(chunk) - 1))
         s.evaluated = True
 
 

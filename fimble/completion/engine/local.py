@@ -263,13 +263,15 @@ class Engine:
         max_tokens: int = 64,
         stop: StopCheck | None = None,
         cancel: CancelToken | None = None,
+        stops: Sequence[StopCheck | None] | None = None,
     ) -> list[BatchGeneration]:
         """Greedy completions of ``prompts``, each in its own batch slot, decoded together; one
         ``Generation`` per prompt, in order (see ``fimble.completion.engine.batch``).
 
         Needs ``n_seq_max`` >= 3. Prompts are decoded in waves of at most one per batch slot and
         at most n_ctx cells (prompts plus ``max_tokens`` each). The interactive slot's cache is kept
-        unless a wave needs its cells (then it is cleared, and ``cached_tokens`` says so)."""
+        unless a wave needs its cells (then it is cleared, and ``cached_tokens`` says so). ``stops``:
+        a stop check per prompt, in place of ``stop`` for all."""
         slots = self.batch_slots
         if not slots:
             raise EngineError(
@@ -277,8 +279,11 @@ class Engine:
                 "set it to 3 or more (sequences 0 and 1 serve the editor)"
             )
         check_fits(prompts, self.n_ctx)
+        if stops is not None and len(stops) != len(prompts):
+            raise ValueError(f"{len(stops)} stop checks for {len(prompts)} prompts")
         out: list[BatchGeneration] = []
         for wave in _waves(prompts, len(slots), max_tokens, self.n_ctx):
+            first = len(out)
             need = cells_needed(wave, max_tokens)
             if self.slot.cells and need > self.n_ctx - len(self.slot.cells):
                 log.debug(
@@ -295,6 +300,7 @@ class Engine:
                 stop=stop,
                 cancel=cancel,
                 reserved=len(self.slot.cells),
+                stops=None if stops is None else stops[first : first + len(wave)],
             )
         return out
 
