@@ -6,7 +6,7 @@ kinds, most urgent first:
 - ``REQUEST``: someone waits for it now: a keystroke's suggestion (also the one where the cursor just
   went, ``warm_at``, which the next keystroke joins), an HTTP completion, a settings change.
 - ``ADOPTED``: the own generation of the newest request that had joined a running generation which
-  then went elsewhere (``Adoption._land``).
+  then went elsewhere (``Flights.land``).
 - ``PREFETCH``: what follows an answer, generated before anyone accepts it (``WorkAhead``).
 - ``WARMUP``: the warmer's idle step (``fimble.completion.warmup``): never queued, it fills the time
   when no job of a more urgent kind waits.
