@@ -12,6 +12,7 @@
 The effect of each, in English and Chinese, lives here. A setting, variable or option without text
 makes ``render`` raise, so a new one cannot ship undocumented: ``tests/test_docs.py`` fails until its
 text is added and ``make docs`` is run. Only the generator and that test import this module.
+Its length is that text, in two languages; the code that renders it is short.
 """
 
 from __future__ import annotations
