@@ -85,19 +85,18 @@ def _record(item: BatchItem, text: str, gen: Generation) -> dict[str, Any]:
     return record
 
 
+def _tokens(prompt: FimPrompt | list[int]) -> list[int]:
+    return list(prompt.tokens) if isinstance(prompt, FimPrompt) else prompt
+
+
 def _decode_one(engine: Engine, plan: RawPlan, prompt: FimPrompt | list[int]) -> Generation:
-    tokens = prompt.tokens if isinstance(prompt, FimPrompt) else prompt
     return engine.generate(
-        tokens,
+        _tokens(prompt),
         max_tokens=plan.max_tokens,
         stop=plan.stop,
         reuse_limit=prompt.stable_len if isinstance(prompt, FimPrompt) else 0,
         guide=plan.guide,
     )
-
-
-def _tokens(prompt: FimPrompt | list[int]) -> list[int]:
-    return list(prompt.tokens) if isinstance(prompt, FimPrompt) else prompt
 
 
 def _stop_within(plan: RawPlan) -> StopCheck:
@@ -127,18 +126,13 @@ def _decode_group(
     together = [i for i, plan in enumerate(plans) if plan.guide is None]
     if len(together) < 2 or not getattr(engine, "batch_slots", None):
         return [_decode_one(engine, plan, prompt) for plan, prompt in zip(plans, prompts, strict=True)]
-    out: list[Generation | None] = [None] * len(plans)
-    gens = engine.generate_batch(
+    batched = engine.generate_batch(
         [_tokens(prompts[i]) for i in together],
         max_tokens=max(plans[i].max_tokens for i in together),
         stops=[_stop_within(plans[i]) for i in together],
     )
-    for i, gen in zip(together, gens, strict=True):
-        out[i] = gen
-    for i, plan in enumerate(plans):
-        if out[i] is None:
-            out[i] = _decode_one(engine, plan, prompts[i])
-    return [g for g in out if g is not None]
+    gens: dict[int, Generation] = dict(zip(together, batched, strict=True))
+    return [gens[i] if i in gens else _decode_one(engine, p, prompts[i]) for i, p in enumerate(plans)]
 
 
 def run_batch(
