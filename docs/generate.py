@@ -157,6 +157,8 @@ def _operation(method: str, path: str, op: Mapping[str, Any], lang: str) -> list
         kinds = ", ".join(f"`{k}`" for k in ok.get("content", {}))
         lines += ["", f"**{w['response']}** 200 ({kinds}): {ok['description']}."]
         schema = ok.get("content", {}).get("application/json", {}).get("schema", {})
+        # An object or an array of them (llama.cpp /completion with a prompt array): the object's table.
+        schema = next((s for s in schema.get("anyOf", ()) if s.get("properties")), schema)
         if schema.get("properties"):
             lines += ["", *_table(_fields(schema), (w["field"], w["type"], w["description"]))]
     errors = sorted(int(s) for s in op["responses"] if s != "200")

@@ -302,10 +302,12 @@ class Completer:
         stop: Callable[[str], tuple[str, int] | None] | None = None,
         on_text: Callable[[str], None] | None = None,
         guide: Guide | None = None,
+        kind: JobKind = JobKind.REQUEST,
     ) -> Job[Generation]:
         """Queue a raw generation (HTTP clients that send a ready prompt); ``prompt`` may be built on
         the worker thread from the engine (tokenizer, FIM ids). A built ``FimPrompt`` lets the engine
-        move its repository chunks in the KV cache, as for editor requests."""
+        move its repository chunks in the KV cache, as for editor requests. ``kind`` is ``BATCH`` for
+        the items of a multi-prompt request, so an editor's keystroke goes first."""
         submitted = time.perf_counter()
 
         def run(engine: Engine, cancel: CancelToken) -> Generation:
@@ -327,7 +329,7 @@ class Completer:
             return gen
 
         self._stats.count(requests=1)
-        return self.worker.submit(run, key)
+        return self.worker.submit(run, key, kind)
 
     def cancel(self, job: Job[Any], reason: str = "cancelled") -> None:
         """Cancel a job for its caller (a generation others wait on goes on until they cancel too)."""

@@ -15,7 +15,11 @@ from typing import Any
 
 from starlette.requests import Request
 
-__all__ = ["Field", "HttpError", "object_schema", "parse_fields", "read_json"]
+__all__ = ["MAX_PROMPTS", "Field", "HttpError", "object_schema", "parse_fields", "read_json"]
+
+# Most prompts (and prompts x n choices) in one batch request: they run one after the other on the
+# one model, so a larger batch belongs in several requests (or the batch pipeline), not one.
+MAX_PROMPTS = 64
 
 
 class HttpError(Exception):
@@ -41,8 +45,9 @@ class Field:
     """One accepted body field.
 
     ``kind``: string, integer, number, boolean, stop (a string or a list of strings), strings (a list
-    of strings), prompt (a string or a one-string list), extra (llama.cpp ``input_extra``: a list of
-    ``{filename, text}``), object (any JSON object), any.
+    of strings), prompt (a string or a one-string list), prompts (a string, or a list of 1 to
+    ``MAX_PROMPTS`` strings: a one-string list is the string, a longer one a tuple), extra (llama.cpp
+    ``input_extra``: a list of ``{filename, text}``), object (any JSON object), any.
     """
 
     name: str
@@ -116,6 +121,8 @@ def _check(field: Field, value: Any) -> Any:
             raise HttpError(
                 422, f"field {name!r} must be a string (or a list of one string); token ids are not accepted"
             )
+    elif kind == "prompts":
+        return _prompts(name, value)
     elif kind == "extra":
         if not isinstance(value, list):
             raise HttpError(422, f"field {name!r} must be a list of {{filename, text}} objects")
@@ -131,6 +138,23 @@ def _check(field: Field, value: Any) -> Any:
     elif kind == "object" and not isinstance(value, dict):
         raise HttpError(422, f"field {name!r} must be an object, got {_type_name(value)}")
     return value
+
+
+def _prompts(name: str, value: Any) -> str | tuple[str, ...]:
+    """A string, or a batch of them. Malformed lists are 400 (as OpenAI and llama-server answer a
+    bad prompt array), and the length is capped so one request cannot hold the model for long."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list) or not value:
+        raise HttpError(400, f"field {name!r} must be a string or a non-empty list of strings")
+    if len(value) > MAX_PROMPTS:
+        raise HttpError(400, f"field {name!r} has {len(value)} prompts; at most {MAX_PROMPTS} per request")
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise HttpError(
+                400, f"{name}[{i}] must be a string, got {_type_name(item)}; token ids are not accepted"
+            )
+    return value[0] if len(value) == 1 else tuple(value)
 
 
 def parse_fields(body: dict[str, Any], fields: Sequence[Field]) -> dict[str, Any]:
@@ -163,6 +187,8 @@ def _schema(field: Field) -> dict[str, Any]:
         schema = dict(_STRINGS)
     elif kind == "prompt":
         schema = {"anyOf": [{"type": "string"}, {**_STRINGS, "minItems": 1, "maxItems": 1}]}
+    elif kind == "prompts":
+        schema = {"anyOf": [{"type": "string"}, {**_STRINGS, "minItems": 1, "maxItems": MAX_PROMPTS}]}
     elif kind == "extra":
         item = {
             "type": "object",

@@ -5,6 +5,9 @@
 cursor's line up to the cursor), ``input_suffix`` and ``input_extra`` chunks of other files. Their
 ``response_fields`` select flattened fields (``"timings/prompt_n"``) as llama-server does, and a
 request with ``n_predict: 0`` only warms the KV cache with the extra context.
+
+``/completion`` also takes an array of prompts (batch clients) and answers, as llama-server does, a
+JSON array with one result per prompt; such a request cannot stream (a 400).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from fimble.completion.prompt.raw_prompt import RawPrompt, parse_prompt
 from fimble.completion.raw_requests import GenerationOptions, RawPlan, plan_request
 from fimble.errors import Cancelled
-from fimble.server.http.body import Field, HttpError
+from fimble.server.http.body import MAX_PROMPTS, Field, HttpError
 from fimble.server.http.context import AppContext, Endpoint, error_body, sse, sse_schema
 from fimble.server.http.runner import Finished
 
@@ -39,7 +42,15 @@ _COMMON = (
     Field("top_k", "integer", "Accepted; decoding is greedy."),
     Field("top_p", "number", "Accepted; decoding is greedy."),
 )
-COMPLETION_FIELDS = (Field("prompt", "prompt", "Plain text or a FIM-rendered prompt."), *_COMMON)
+COMPLETION_FIELDS = (
+    Field(
+        "prompt",
+        "prompts",
+        f"Plain text or a FIM-rendered prompt; an array of them (at most {MAX_PROMPTS}, not streamed) "
+        "answers an array of results.",
+    ),
+    *_COMMON,
+)
 INFILL_FIELDS = (
     Field("input_prefix", "string", "File text before the cursor's line."),
     Field("input_suffix", "string", "File text after the cursor."),
@@ -170,9 +181,19 @@ async def _answer(request: Request, ctx: AppContext, body: dict[str, Any], plan:
 
 async def completion(request: Request, ctx: AppContext) -> Response:
     body = await ctx.body(request, COMPLETION_FIELDS)
-    raw = await ctx.with_repository_context(parse_prompt(body.get("prompt", "")))
-    plan = plan_request(raw, _options(ctx, body))
-    return await _answer(request, ctx, body, plan)
+    prompts = body.get("prompt", "")
+    if isinstance(prompts, str):  # one prompt: the editor's path, streamed or not, at REQUEST priority
+        raw = await ctx.with_repository_context(parse_prompt(prompts))
+        return await _answer(request, ctx, body, plan_request(raw, _options(ctx, body)))
+    if body.get("stream", False):
+        raise HttpError(400, "an array of prompts cannot stream; send it without stream or one prompt")
+    # Each prompt planned exactly as a single one, then run one after the other as BATCH jobs.
+    plans = [
+        plan_request(await ctx.with_repository_context(parse_prompt(p)), _options(ctx, body)) for p in prompts
+    ]
+    fields = body.get("response_fields")
+    results = await ctx.runner.run_all(request, plans)
+    return JSONResponse([_select(_result(done, ctx, done.text), fields) for done in results])
 
 
 async def infill(request: Request, ctx: AppContext) -> Response:
@@ -197,6 +218,18 @@ _RESPONSES = {
         },
     }
 }
+_COMPLETION_RESPONSES = {
+    "200": {
+        "description": "The result (an array of them for an array of prompts), or SSE events with "
+        "`content` when `stream` is true",
+        "content": {
+            "application/json": {
+                "schema": {"anyOf": [RESULT_SCHEMA, {"type": "array", "items": RESULT_SCHEMA}]}
+            },
+            "text/event-stream": {"schema": sse_schema(RESULT_SCHEMA, "llamacpp")},
+        },
+    }
+}
 
 ENDPOINTS = (
     Endpoint(
@@ -206,7 +239,7 @@ ENDPOINTS = (
         "llamacpp",
         "llama-server completion (Continue's llama.cpp provider)",
         fields=COMPLETION_FIELDS,
-        responses=_RESPONSES,
+        responses=_COMPLETION_RESPONSES,
         tag="llama.cpp",
     ),
     Endpoint(

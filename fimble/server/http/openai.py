@@ -4,6 +4,10 @@ Continue's ``openai`` provider (legacy completions endpoint) sends the prompt re
 FIM format; the OpenAI client sends ``prompt`` and ``suffix``. Both become a ``RawPrompt``; streaming
 is SSE ``data: {...}`` chunks with ``choices[0].text`` ending with ``data: [DONE]``. The engine decodes
 greedily, so ``temperature`` and ``top_p`` are accepted and have no effect.
+
+``prompt`` may be a list and ``n`` above 1 (batch clients): the answer has one choice per (prompt,
+copy) with OpenAI's ``index = prompt_i * n + j``. Streaming takes one prompt and ``n`` = 1 only (a 400
+otherwise): interleaved per-choice chunks help no editor, and a batch client does not stream.
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from fimble.completion.prompt.raw_prompt import parse_prompt
-from fimble.completion.raw_requests import GenerationOptions, plan_request
+from fimble.completion.raw_requests import GenerationOptions, RawPlan, plan_request
 from fimble.errors import Cancelled
-from fimble.server.http.body import Field, HttpError
+from fimble.server.http.body import MAX_PROMPTS, Field, HttpError
 from fimble.server.http.context import AppContext, Endpoint, error_body, sse, sse_schema
 from fimble.server.http.runner import Finished
 
@@ -27,14 +31,25 @@ __all__ = ["ENDPOINTS"]
 
 COMPLETION_FIELDS = (
     Field("model", "string", "Any name; this server serves one model."),
-    Field("prompt", "prompt", "Plain text, or a prompt rendered in the model's FIM format."),
+    Field(
+        "prompt",
+        "prompts",
+        "Plain text, or a prompt rendered in the model's FIM format; a list of them answers each "
+        f"(at most {MAX_PROMPTS}, not streamed).",
+    ),
     Field("suffix", "string", "Text after the cursor; makes the request fill-in-the-middle."),
     Field("max_tokens", "integer", "Most tokens to generate (capped by the server).", minimum=0),
     Field("temperature", "number", "Accepted; decoding is greedy.", minimum=0),
     Field("top_p", "number", "Accepted; decoding is greedy.", minimum=0),
     Field("stop", "stop", "Up to any number of stop strings."),
     Field("stream", "boolean", "Stream SSE chunks ending with [DONE]."),
-    Field("n", "integer", "Must be 1.", minimum=1, maximum=1),
+    Field(
+        "n",
+        "integer",
+        f"Choices per prompt (prompts × n at most {MAX_PROMPTS}); decoding is greedy, so they are copies.",
+        minimum=1,
+        maximum=MAX_PROMPTS,
+    ),
     Field("stream_options", "object", "{include_usage: true} adds a final usage chunk."),
 )
 
@@ -104,30 +119,69 @@ def _usage(done: Finished) -> dict[str, int]:
     }
 
 
+def _choice(text: str, index: int, finish: str | None) -> dict[str, Any]:
+    return {"text": text, "index": index, "logprobs": None, "finish_reason": finish}
+
+
 def _chunk(cid: str, created: int, model: str, text: str, finish: str | None) -> dict[str, Any]:
     return {
         "id": cid,
         "object": "text_completion",
         "created": created,
         "model": model,
-        "choices": [{"text": text, "index": 0, "logprobs": None, "finish_reason": finish}],
+        "choices": [_choice(text, 0, finish)],
     }
+
+
+def _check_batch(prompts: str | tuple[str, ...], n: int, stream: bool) -> None:
+    """A 400 for a batch that is too large or asks to stream, before any prompt is planned."""
+    count = 1 if isinstance(prompts, str) else len(prompts)
+    if count * n > MAX_PROMPTS:
+        raise HttpError(400, f"{count} prompts × n={n} is {count * n} choices; at most {MAX_PROMPTS}")
+    if stream and count * n > 1:
+        raise HttpError(400, "streaming takes one prompt and n=1; send a list or n>1 without stream")
+
+
+async def _plan(ctx: AppContext, body: dict[str, Any], prompt: str) -> RawPlan:
+    """One prompt's plan, exactly as a single-prompt request makes it (context, stops, clean-up)."""
+    raw = await ctx.with_repository_context(parse_prompt(prompt, body.get("suffix")))
+    opts = GenerationOptions(max_tokens=ctx.max_tokens(body.get("max_tokens", 16)), stop=body.get("stop", ()))
+    return plan_request(raw, opts)
 
 
 async def completions(request: Request, ctx: AppContext) -> Response:
     body = await ctx.body(request, COMPLETION_FIELDS)
-    prompt = body.get("prompt", "")
-    raw = await ctx.with_repository_context(parse_prompt(prompt, body.get("suffix")))
-    opts = GenerationOptions(max_tokens=ctx.max_tokens(body.get("max_tokens", 16)), stop=body.get("stop", ()))
-    plan = plan_request(raw, opts)
+    prompts = body.get("prompt", "")
+    n = body.get("n", 1)
+    stream = body.get("stream", False)
+    _check_batch(prompts, n, stream)
     cid = f"cmpl-{uuid.uuid4().hex[:24]}"
     created = int(time.time())
     model = ctx.model_name
-    if not body.get("stream", False):
-        done = await ctx.runner.run(request, plan)
-        out = _chunk(cid, created, model, done.text, done.finish_reason)
-        out["usage"] = _usage(done)
+    if not stream:
+        # Decoding is greedy, so the n choices of one prompt are identical: each prompt is
+        # generated once and its answer repeated n times (usage counts every choice, as OpenAI's).
+        if isinstance(prompts, str):  # a single prompt keeps the editor's priority (REQUEST)
+            results = [await ctx.runner.run(request, await _plan(ctx, body, prompts))]
+        else:
+            results = await ctx.runner.run_all(request, [await _plan(ctx, body, p) for p in prompts])
+        out = _chunk(cid, created, model, "", None)
+        out["choices"] = [
+            _choice(done.text, i * n + j, done.finish_reason)
+            for i, done in enumerate(results)
+            for j in range(n)
+        ]
+        usages = [_usage(done) for done in results]
+        prompt_tokens = sum(u["prompt_tokens"] for u in usages)
+        completion_tokens = n * sum(u["completion_tokens"] for u in usages)
+        out["usage"] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
         return JSONResponse(out)
+    assert isinstance(prompts, str)  # _check_batch refused a streamed list
+    plan = await _plan(ctx, body, prompts)
     deltas = await ctx.runner.stream(request, plan)
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
 

@@ -18,7 +18,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,7 @@ from fimble.completion.completer import Completer
 from fimble.completion.engine import Generation
 from fimble.completion.jobs import Awaiting
 from fimble.completion.raw_requests import RawPlan
-from fimble.completion.worker import Job
+from fimble.completion.worker import Job, JobKind
 from fimble.errors import BackendError, Cancelled, EngineError, FimbleError
 from fimble.server.http.body import HttpError
 
@@ -106,7 +106,9 @@ class Runner:
         if worker.load_error is not None:
             raise HttpError(503, str(worker.load_error), kind="model_load_error")
 
-    def _submit(self, plan: RawPlan, on_text: Callable[[str], None] | None) -> Job[Generation]:
+    def _submit(
+        self, plan: RawPlan, on_text: Callable[[str], None] | None, kind: JobKind = JobKind.REQUEST
+    ) -> Job[Generation]:
         self.check_ready()
         if not self.gate.try_enter():
             raise HttpError(
@@ -117,7 +119,12 @@ class Runner:
             )
         try:
             job = self.completer.submit_tokens(
-                plan.build, max_tokens=plan.max_tokens, stop=plan.stop, on_text=on_text, guide=plan.guide
+                plan.build,
+                max_tokens=plan.max_tokens,
+                stop=plan.stop,
+                on_text=on_text,
+                guide=plan.guide,
+                kind=kind,
             )
         except BaseException:
             self.gate.leave()
@@ -133,12 +140,19 @@ class Runner:
                 self.on_finished(done)
         return done
 
-    async def run(self, request: Request, plan: RawPlan) -> Finished:
-        """Generate to the end; a client disconnect cancels the job (and raises ``Cancelled``)."""
+    async def run(self, request: Request, plan: RawPlan, kind: JobKind = JobKind.REQUEST) -> Finished:
+        """Generate to the end; a client disconnect cancels the job (and raises ``Cancelled``).
+        ``kind`` is ``BATCH`` for the prompts of a list request (``run_all``)."""
         submitted = time.perf_counter()
-        waiting = Awaiting(self._submit(plan, None), self.completer.cancel, reason="request ended")
+        waiting = Awaiting(self._submit(plan, None, kind), self.completer.cancel, reason="request ended")
         gen = await _generation(waiting, gone=_wait_disconnect(request.receive))
         return self._finish(plan, gen, submitted)
+
+    async def run_all(self, request: Request, plans: Sequence[RawPlan]) -> list[Finished]:
+        """Each plan of a multi-prompt request, one after the other (each admitted by the gate in
+        turn, so a batch never holds more than one slot), as ``BATCH`` jobs: editors waiting on a
+        keystroke go first, and the batch resumes after them."""
+        return [await self.run(request, plan, JobKind.BATCH) for plan in plans]
 
     async def stream(self, request: Request, plan: RawPlan) -> AsyncIterator[str | Finished]:
         """Admit the request now (so 429/503 happen before any byte is sent) and return an iterator
