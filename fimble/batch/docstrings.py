@@ -1,9 +1,12 @@
 """``fimble batch --docstrings PATH``: docstrings for the Python defs that lack one, as one diff.
 
-The model fills in the middle between ``\"\"\"`` and ``\"\"\"`` right under each header, so it sees
-the signature above and the body below; every target of every file is one FIM item, and all of them
-go through ``run_batch`` as a ``fimble batch`` input file would. Files are never edited here: the
-caller prints the unified diff (``git apply`` accepts it) or writes ``new_texts`` when asked.
+The model fills in the middle after an opening ``\"\"\"`` right under each header, so it sees the
+signature above and the body below, and writes up to its own closing quotes (a stop string). The
+closing quotes are not put in the suffix: then the quote-balance stop rule ends the answer at the
+first quote the model writes, and the 0.5B model answered with nothing at all. Every target of
+every file is one FIM item, and all of them go through ``run_batch`` as a ``fimble batch`` input
+file would. Files are never edited here: the caller prints the unified diff (``git apply`` accepts
+it) or writes ``new_texts`` when asked.
 """
 
 from __future__ import annotations
@@ -181,7 +184,7 @@ def run_docstrings(
             item_id = f"{rel}:{target.line}:{target.name}"
             where[item_id] = (file, target)
             prefix = text[: target.offset] + target.indent + _QUOTES
-            suffix = _QUOTES + "\n" + text[target.offset :]
+            suffix = text[target.offset :]
             items.append(
                 BatchItem(item_id, RawPrompt(prefix, suffix, fim=True, path=rel), options, target.line)
             )

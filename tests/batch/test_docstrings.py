@@ -144,5 +144,5 @@ def test_real_model_diff_applies(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     patch = tmp_path / "docs.diff"
     patch.write_text(proc.stdout)
-    if proc.stdout:
-        subprocess.run(["git", "apply", "--check", str(patch)], cwd=repo, check=True)
+    assert proc.stdout.startswith("--- a/calc.py"), proc.stderr  # the 0.5B model documents `add`
+    subprocess.run(["git", "apply", "--check", str(patch)], cwd=repo, check=True)
