@@ -58,10 +58,84 @@ class _Positions:
         return RawPrompt(text[:offset], text[offset:], fim=True, path=rel, files=files)
 
 
+def _engine(model: str | None, threads: int, width: int) -> Any:
+    from fimble.completion.engine.loading import load_engine
+
+    # Each batch slot may hold a prompt and its answer; the KV cells are shared by all (unified).
+    n_ctx = 4096 if width == 1 else min(32768, max(4096, 1024 * width))
+    return load_engine(model, threads=threads, n_ctx=n_ctx, batch_slots=0 if width == 1 else width)
+
+
+def _run_docstrings(
+    path: Path,
+    output: str | None,
+    write: bool,
+    width: int,
+    max_tokens: int,
+    model: str | None,
+    threads: int,
+    quiet: bool,
+) -> None:
+    """The --docstrings run: the diff to stdout or ``output``; the files only with ``write``."""
+    from fimble.batch.docstrings import run_docstrings
+
+    engine = _engine(model, threads, width)
+    show = not quiet and sys.stderr.isatty()
+    try:
+        bar = click.progressbar(length=0, label="docstrings", file=sys.stderr, show_pos=True)
+        last = [0]
+
+        def progress(finished: int, total: int) -> None:
+            if show:
+                bar.length = total
+                bar.update(finished - last[0])
+                last[0] = finished
+
+        result = run_docstrings(engine, path, width=width, max_tokens=max_tokens, on_progress=progress)
+        if show:
+            bar.render_finish()
+    finally:
+        engine.close()
+    if output is None:
+        click.echo(result.diff, nl=False)
+    else:
+        Path(output).write_text(result.diff, encoding="utf-8")
+    if write:
+        for file, text in result.new_texts.items():
+            file.write_text(text, encoding="utf-8")
+    click.echo(
+        f"{len(result.new_texts)} files, {result.targets} defs without a docstring, "
+        f"{result.summary.errors} errors" + (" (written)" if write else ""),
+        err=True,
+    )
+
+
 @click.command()
-@click.argument("requests", metavar="IN.jsonl", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument(
+    "requests", metavar="[IN.jsonl]", required=False, type=click.Path(dir_okay=False, allow_dash=True)
+)
 @click.option(
-    "--output", "-o", required=True, type=click.Path(dir_okay=False), help="Where records go (JSONL)."
+    "--output",
+    "-o",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Where records go (JSONL); with --docstrings, where the diff goes (default: stdout).",
+)
+@click.option(
+    "--docstrings",
+    "doc_path",
+    default=None,
+    type=click.Path(exists=True, path_type=Path),
+    help="Write docstrings for the Python functions and classes under this file or directory that "
+    "lack one, as a unified diff (instead of IN.jsonl).",
+)
+@click.option("--write", is_flag=True, help="With --docstrings: apply the diff to the files too.")
+@click.option(
+    "--max-tokens",
+    default=64,
+    show_default=True,
+    type=click.IntRange(1, 1024),
+    help="With --docstrings: the longest docstring, in tokens.",
 )
 @click.option(
     "--width",
@@ -84,8 +158,11 @@ class _Positions:
 @click.option("--json", "as_json", is_flag=True, help="Print a summary of the run as JSON on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def batch(
-    requests: str,
-    output: str,
+    requests: str | None,
+    output: str | None,
+    doc_path: Path | None,
+    write: bool,
+    max_tokens: int,
     width: int,
     model: str | None,
     threads: int,
@@ -104,9 +181,25 @@ def batch(
     after an interruption and it does only what is left.
 
     Example: fimble batch requests.jsonl -o answers.jsonl
+
+    With --docstrings PATH instead of IN.jsonl, every Python function and class under PATH without a
+    docstring gets one, and the result is a unified diff on stdout (or in -o); files change only with
+    --write. Diff paths are relative to the git repository that holds PATH (else PATH's parent
+    directory): run `git apply` there. Progress and logs go to stderr.
+
+    Example: fimble batch --docstrings src/ -o docs.diff && git apply docs.diff
     """
     from fimble.batch import Journal, parse_items, run_batch
-    from fimble.completion.engine.loading import load_engine
+
+    if doc_path is not None:
+        if requests is not None:
+            raise click.UsageError("give either IN.jsonl or --docstrings PATH, not both")
+        _run_docstrings(doc_path, output, write, width, max_tokens, model, threads, quiet)
+        return
+    if requests is None:
+        raise click.UsageError("missing IN.jsonl (or --docstrings PATH)")
+    if output is None:
+        raise click.UsageError("missing --output/-o: where the records go")
 
     source = sys.stdin if requests == "-" else open(requests, encoding="utf-8")  # noqa: SIM115
     base = Path.cwd() if requests == "-" else Path(requests).resolve().parent
@@ -116,9 +209,7 @@ def batch(
     finally:
         if source is not sys.stdin:
             source.close()
-    # Each batch slot may hold a prompt and its answer; the KV cells are shared by all (unified).
-    n_ctx = 4096 if width == 1 else min(32768, max(4096, 1024 * width))
-    engine = load_engine(model, threads=threads, n_ctx=n_ctx, batch_slots=0 if width == 1 else width)
+    engine = _engine(model, threads, width)
     show = not quiet and sys.stderr.isatty()
     try:
         with Journal(Path(output)) as journal:

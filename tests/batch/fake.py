@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from fimble.completion.engine import BatchGeneration, Generation
+from fimble.completion.prompt.fim import FimTokens
 
-__all__ = ["BatchEchoEngine", "EchoEngine", "answer_for"]
+__all__ = ["BatchEchoEngine", "EchoEngine", "FixedEngine", "answer_for"]
 
 
 def answer_for(prompt: str) -> str:
@@ -37,7 +38,7 @@ class EchoEngine:
         if self.delay:
             time.sleep(self.delay)
         out, taken, reason = "", "", "max_tokens"
-        for ch in answer_for(text_in)[:max_tokens]:
+        for ch in self.answer(text_in)[:max_tokens]:
             out += ch
             taken += ch  # like the engine's tokens: the one a stop rule cut is still generated
             if stop is not None and (hit := stop(out)) is not None:
@@ -48,8 +49,25 @@ class EchoEngine:
             reason = "max_tokens" if len(out) >= max_tokens else "eog"
         return Generation(out, tuple(map(ord, taken)), reason, len(prompt), len(prompt), 0, 1.0, 2.0)
 
+    def answer(self, prompt: str) -> str:
+        return answer_for(prompt)
+
     def close(self) -> None:
         pass
+
+
+class FixedEngine(EchoEngine):
+    """``EchoEngine`` that answers every prompt with ``text`` (a docstring, then the closing quotes);
+    it has FIM tokens (control characters, as tokens are characters here) so FIM items can be built."""
+
+    fim = FimTokens(family="qwen", prefix=1, suffix=2, middle=3, repo_name=4, file_sep=5)
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def answer(self, prompt: str) -> str:
+        return self.text
 
 
 class BatchEchoEngine(EchoEngine):
