@@ -19,8 +19,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from fimble.completion.context import js_imports
 from fimble.completion.context.fields import SourceLines
 from fimble.completion.context.imports import IMPORT_CHOICES, import_choices, open_list
+from fimble.completion.context.js_imports import is_js
 from fimble.completion.context.outlines import (
     TEST_FILE,
     definition_chunk,
@@ -217,14 +219,16 @@ def gather_context(
     scored by its source and by how many names written around the cursor it mentions; the best
     come first, so ``build_prompt``'s token budget keeps them. Chunks already visible around the
     cursor or nearly repeating it or each other are dropped. Index failures mean less context,
-    never no completion. Among a Python file's imports, one more chunk comes last: the import
-    statements the file lacks (``IMPORT_CHOICES``), which guide decoding instead of being shown.
+    never no completion. Among a Python, JavaScript or TypeScript file's imports, one more chunk
+    comes last: the import statements the file lacks (``IMPORT_CHOICES``), which guide decoding
+    instead of being shown.
     """
     lines = text.splitlines()
     lo, hi = max(0, line - window_lines), min(len(lines), line + window_lines)
     visible = "\n".join(lines[lo:hi])
     near = _near_names(lines, line)
-    in_imports = import_rows(lines)
+    js = is_js(path)
+    in_imports = js_imports.import_rows(lines) if js else import_rows(lines)
     body = "\n".join(ln for row, ln in enumerate(lines) if row not in in_imports)
     used = set(_WORD.findall(body))
     source = source or SourceLines.of(index)
@@ -245,8 +249,12 @@ def gather_context(
         # imported, its one use being typed), so its definition goes first. Among the imports, so
         # do the names the file uses but imports from nowhere: what the import being written is for.
         pending = {n for imp in imports if imp.targets for n in imp.names} - used
-        bound = bound_names(index, path, imports) | imported_names(lines, in_imports)
-        unbound = unbound_names(body, bound, limit=40) if whole else []
+        if js:
+            bound = bound_names(index, path, imports) | js_imports.imported_names(lines, in_imports)
+            unbound = js_imports.unbound_names(body, bound, limit=40) if whole else []
+        else:
+            bound = bound_names(index, path, imports) | imported_names(lines, in_imports)
+            unbound = unbound_names(body, bound, limit=40) if whole else []
         pending |= set(unbound)
         for imp in imports:
             if not imp.targets:
@@ -351,7 +359,10 @@ def gather_context(
     chunks = chunks[:max_chunks]
     if unbound:  # not shown to the model: it guides the import line (``fimble.completion.engine.guide``)
         try:
-            choices = import_choices(index, path, unbound, imports, _listing(lines, line))
+            if js:
+                choices = js_imports.import_choices(index, path, lines, unbound)
+            else:
+                choices = import_choices(index, path, unbound, imports, _listing(lines, line))
         except Exception:
             log.debug("import choices for %s failed", path, exc_info=True)
         else:

@@ -68,6 +68,7 @@ _STDLIB_FROM = (
     "uuid",
 )
 _STATEMENT = re.compile(r"^(?:from\s+(\S+)\s+import\s+(.+)|import\s+(\S+))$")
+_JS_STATEMENT = re.compile(r"""^import \{( ?)([^}]*?) ?\} from (['"])([^'"]+)['"](;?)$""")
 # An import list still open before the cursor's line: ``from M import (`` with no ``)`` after it.
 _OPEN_LIST = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]*\(([^)]*)\Z", re.M)
 
@@ -82,15 +83,32 @@ def open_list(above: str) -> str | None:
 @dataclass(frozen=True)
 class ImportChoices:
     """``from M import a, b`` for each module M and the missing names it can give; ``import X``
-    for each X in ``plain``."""
+    for each X in ``plain``. With ``language`` "js": ``import { a, b } from 'M';`` instead,
+    written with the file's ``quote``, ``semicolon`` and ``spaced`` braces
+    (``fimble.completion.context.js_imports``)."""
 
     modules: dict[str, tuple[str, ...]] = field(default_factory=dict)
     plain: tuple[str, ...] = ()
+    language: str = "python"
+    quote: str = "'"
+    semicolon: bool = True
+    spaced: bool = True
 
     def __bool__(self) -> bool:
         return bool(self.modules or self.plain)
 
+    def js_head(self, type_only: bool = False) -> str:
+        return ("import type {" if type_only else "import {") + (" " if self.spaced else "")
+
+    def js_tail(self, module: str) -> str:
+        """What follows the names: `` } from './m';``."""
+        space, end = (" " if self.spaced else ""), (";" if self.semicolon else "")
+        return f"{space}}} from {self.quote}{module}{self.quote}{end}"
+
     def as_text(self) -> str:
+        if self.language == "js":
+            rows = (self.js_head() + ", ".join(ns) + self.js_tail(m) for m, ns in self.modules.items())
+            return "\n".join(rows)
         lines = [f"from {m} import {', '.join(names)}" for m, names in self.modules.items()]
         return "\n".join(lines + [f"import {x}" for x in self.plain])
 
@@ -98,6 +116,13 @@ class ImportChoices:
     def from_text(cls, text: str) -> ImportChoices:
         modules: dict[str, tuple[str, ...]] = {}
         plain: list[str] = []
+        js = [m for line in text.splitlines() if (m := _JS_STATEMENT.match(line.strip()))]
+        if js:
+            for m in js:
+                modules[m.group(4)] = tuple(n.strip() for n in m.group(2).split(",") if n.strip())
+            first = js[0]
+            quote, semicolon, spaced = first.group(3), bool(first.group(5)), bool(first.group(1))
+            return cls(modules, language="js", quote=quote, semicolon=semicolon, spaced=spaced)
         for line in text.splitlines():
             m = _STATEMENT.match(line.strip())
             if m is None:

@@ -22,7 +22,7 @@ from typing import Protocol
 
 from fimble.completion.context.imports import ImportChoices, open_list
 
-__all__ = ["Guide", "ImportGuide", "import_guide"]
+__all__ = ["Guide", "ImportGuide", "JsImportGuide", "import_guide"]
 
 # How much less likely (natural log of odds, ~e^-5 = 0.7%) a token that keeps the import workable
 # may be than the model's own choice and still be taken instead.
@@ -87,6 +87,10 @@ class ImportGuide:
                 return True
         return any(line == f"import {x}" for x in self.choices.plain)
 
+    def committed(self, line: str) -> bool:
+        """The model has started an import statement: from here on the guide holds it to one."""
+        return self.within is not None or line.startswith(("from ", "import "))
+
     def _fits(self, line: str, piece: str) -> bool:
         if not piece:  # the end: only after a whole statement
             return self.finished(line)
@@ -100,7 +104,7 @@ class ImportGuide:
             return ranked[0][0] if ranked else 0
         line = self.typed + text
         top = ranked[0]
-        committed = self.within is not None or line.startswith(("from ", "import "))
+        committed = self.committed(line)
         if not committed and not self._fits(line, top[1]):
             self.released = True  # the model is not writing an import: not ours to say it should
             return top[0]
@@ -113,6 +117,58 @@ class ImportGuide:
         return top[0]
 
 
+class JsImportGuide(ImportGuide):
+    """The same for JavaScript and TypeScript: ``import { a, b } from './m';`` (or ``import type``),
+    names first, in the file's style (see ``ImportChoices``); no open lists."""
+
+    def _split(self, line: str) -> tuple[str, str] | None:
+        """(names, what follows them) of a line past the statement's head, None before it."""
+        for head in (self.choices.js_head(), self.choices.js_head(type_only=True)):
+            if line.startswith(head):
+                return line[len(head) :], head
+        return None
+
+    def viable(self, line: str) -> bool:
+        heads = (self.choices.js_head(), self.choices.js_head(type_only=True))
+        if any(head.startswith(line) for head in heads):
+            return True
+        split = self._split(line)
+        if split is None:
+            return False
+        rest = split[0]
+        if "}" not in rest:
+            listed = rest.rstrip() if self.choices.spaced else rest
+            whole = listed != rest and bool(listed) and not listed.endswith(",")  # ``a }`` comes next
+            if listed.endswith(","):
+                listed = rest
+            return any(self._names_fit(ns, listed, whole=whole) for ns in self.choices.modules.values())
+        listed, _, _ = rest.partition("}")
+        tail = rest[len(listed) :]
+        listed = listed.rstrip()
+        for module, ns in self.choices.modules.items():
+            full = self.choices.js_tail(module)
+            if self.choices.spaced:
+                full = full[1:]  # the space before the brace went with the names
+            if self._names_fit(ns, listed, whole=True) and full.startswith(tail):
+                return True
+        return False
+
+    def finished(self, line: str) -> bool:
+        split = self._split(line)
+        if split is None or "}" not in split[0]:
+            return False
+        rest, head = split
+        listed = rest[: rest.index("}")].rstrip()
+        for module, ns in self.choices.modules.items():
+            full = head + listed + self.choices.js_tail(module)
+            if line in (full, full.removesuffix(";")) and self._names_fit(ns, listed, whole=True):
+                return True
+        return False
+
+    def committed(self, line: str) -> bool:
+        return line.startswith("import ")
+
+
 def import_guide(choices: ImportChoices | None, prefix: str) -> ImportGuide | None:
     """A guide for a cursor (``prefix``: the document before it) whose line so far could start one of
     ``choices``, or be the next names of an open import list whose module has some; else None."""
@@ -120,6 +176,9 @@ def import_guide(choices: ImportChoices | None, prefix: str) -> ImportGuide | No
         return None
     start = prefix.rfind("\n") + 1
     typed = prefix[start:].lstrip()
+    if choices.language == "js":
+        js = JsImportGuide(choices, typed)
+        return js if js.viable(typed) else None
     within = open_list(prefix[max(0, start - 4000) : start])
     if within is not None and within not in choices.modules:
         return None  # a list of a module with nothing the file lacks

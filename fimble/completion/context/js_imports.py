@@ -1,0 +1,204 @@
+"""The imports a JavaScript or TypeScript file lacks: ``import { a } from './m';`` lines that can work.
+
+The Python side (``unbound``, ``imports``) reads ``from M import a``. An ES module lists the names
+first and names the module by a path relative to the importing file, which the 1.5B model has to
+work out from a definition shown under its own path, and often cannot: in the served eval of issue
+20, rxjs's masked import lines (``import { operate } from '../util/lift';``) got no context at all and
+the model wrote imports of names the file already had. These helpers find the import rows of a
+buffer, the names its import statements bind, the names its code uses that nothing binds (what the
+import being written is for), and, through the index, the statements that would bind them, in the
+file's own style (quotes, semicolons, spaces inside the braces). ``fimble.completion.engine.guide``
+keeps the generated line to one of those statements, letting the model choose which.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from fimble.completion.context.imports import ImportChoices
+
+__all__ = [
+    "JS_SUFFIXES",
+    "code_only",
+    "import_choices",
+    "import_rows",
+    "imported_names",
+    "is_js",
+    "unbound_names",
+]
+
+log = logging.getLogger(__name__)
+
+JS_SUFFIXES = (".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs")
+# A module specifier drops these; ``.d.ts`` is a declaration file of the same module name.
+_DROP = (".d.ts", *JS_SUFFIXES)
+
+_WORDS = (
+    "abstract any as async await boolean break case catch class const constructor continue debugger "
+    "declare default delete do else enum export extends false finally for from function get if "
+    "implements import in infer instanceof interface is keyof let module namespace never new null "
+    "number object of package private protected public readonly require return satisfies set static "
+    "string super switch symbol this throw true try type typeof undefined unique unknown var void "
+    "while with yield arguments"
+)
+# Globals of the language and its standard library: never a workspace definition when written bare.
+_GLOBALS = (
+    "Array ArrayBuffer ArrayLike AsyncIterable AsyncIterableIterator AsyncIterator Boolean DataView "
+    "Date Error EvalError Exclude Extract Function Infinity InstanceType Iterable IterableIterator "
+    "Iterator JSON Map Math NaN NonNullable Number Object Omit Parameters Partial Pick Promise "
+    "PromiseLike Proxy RangeError Readonly ReadonlyArray Record Reflect RegExp Required ReturnType "
+    "Set String Symbol SyntaxError TypeError URIError WeakMap WeakRef WeakSet clearInterval "
+    "clearTimeout console document globalThis isFinite isNaN parseFloat parseInt process "
+    "queueMicrotask setInterval setTimeout window"
+)
+BUILTINS = frozenset(_WORDS.split()) | frozenset(_GLOBALS.split())
+
+_IDENT = r"[A-Za-z_$][\w$]*"
+_STRINGS = re.compile(r"/\*[\s\S]*?\*/|//[^\n]*|`(?:\\.|[^`\\])*`|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'")
+_DECLARED = re.compile(
+    rf"\b(?:const|let|var|function\*?|class|interface|type|enum|namespace)\s+({_IDENT})|\bcatch\s*\(\s*({_IDENT})"
+)
+_DESTRUCTURED = re.compile(r"\b(?:const|let|var)\s*[{\[]([^}\]=]*)[}\]]\s*=")
+# Parameter lists: ``(a, b: T = x) =>``, ``function f(a) {``, ``method(a): T {`` (nested brackets one
+# level deep), and a lone arrow parameter ``a =>``.
+# A lookahead, so that lists inside another list's match (``operate((a, b) => {``) are found too.
+_PARAMS = re.compile(r"(?=\(((?:[^()]|\([^()]*\))*)\)\s*(?::\s*[^;{}=]*?)?\s*(?:=>|\{))")
+_MODIFIERS = r"(?:(?:readonly|public|private|protected)\s+)*"
+_PARAM = re.compile(rf"(?:^|[,(])\s*{_MODIFIERS}(?:\.\.\.)?({_IDENT})\s*(?=[?:=,)])")
+_ARROW_PARAM = re.compile(rf"({_IDENT})\s*=>")
+# A use: not after a dot, not an object key or annotated parameter (``key:``; ``a ? b : c`` aside).
+_USE = re.compile(r"(?<![.\w$])([A-Za-z_$][\w$]{2,})\b(?!\s*\??:(?!:))")
+_BRACED = re.compile(r"\{([^}]*)\}")
+_DEFAULT = re.compile(rf"^\s*import\s+(?:type\s+)?({_IDENT})\s*(?:,|\s+from\b)")
+_NAMESPACE = re.compile(rf"\*\s*as\s+({_IDENT})")
+_SPEC = re.compile(r"""\bfrom\s*(['"])([^'"]+)\1(;?)""")
+
+
+def is_js(path: str) -> bool:
+    """A JavaScript or TypeScript file, by its name."""
+    return path.endswith(JS_SUFFIXES)
+
+
+def import_rows(lines: Sequence[str]) -> set[int]:
+    """Rows of ``import`` statements (a name list over several lines included) and of
+    ``export ... from`` re-exports."""
+    rows: set[int] = set()
+    open_brace = False
+    for row, line in enumerate(lines):
+        text = line.strip()
+        if open_brace:
+            rows.add(row)
+            open_brace = "}" not in text
+        elif re.match(r"import\b(?!\s*\()", text) or (re.match(r"export\b", text) and " from " in text):
+            rows.add(row)
+            open_brace = "{" in text and "}" not in text
+    return rows
+
+
+def imported_names(lines: Sequence[str], rows: set[int]) -> set[str]:
+    """Names the import statements on ``rows`` bind (``a as b`` binds ``b``; a default import and
+    ``* as ns`` bind theirs), read from the buffer: newer than the index's copy of the file."""
+    text = "\n".join(lines[r] for r in sorted(rows) if r < len(lines))
+    out: set[str] = set()
+    for statement in re.split(r"(?=^\s*(?:import|export)\b)", text, flags=re.M):
+        if not statement.strip().startswith("import"):
+            continue  # a re-export binds nothing here
+        if m := _DEFAULT.match(statement):
+            out.add(m.group(1))
+        out.update(_NAMESPACE.findall(statement))
+        for braced in _BRACED.findall(statement):
+            for item in braced.split(","):
+                words = item.split()
+                if words and words[0] == "type":
+                    words = words[1:]
+                if len(words) == 3 and words[1] == "as":
+                    out.add(words[2])
+                elif len(words) == 1:
+                    out.add(words[0])
+    return out
+
+
+def code_only(text: str) -> str:
+    """``text`` with strings, template literals and comments blanked, line for line."""
+    return _STRINGS.sub(lambda m: '""' + "\n" * m.group(0).count("\n"), text)
+
+
+def unbound_names(body: str, bound: set[str], limit: int = 12) -> list[str]:
+    """Names the file's code uses that nothing in it binds (no import, declaration, parameter,
+    destructured or caught name), most frequent first: what an import being written is most likely
+    for. Attributes (``x.name``) and object keys do not count. Textual, so it over-reports a little
+    (a name bound in a shape it does not read); the index lookup after it drops what the workspace
+    does not define."""
+    body = code_only(body)
+    here = {next(g for g in m.groups() if g) for m in _DECLARED.finditer(body)}
+    for m in _DESTRUCTURED.finditer(body):
+        here.update(re.findall(rf"({_IDENT})\s*(?:[,=]|$)", m.group(1).strip()))
+    for m in _PARAMS.finditer(body):
+        here.update(_PARAM.findall("(" + re.sub(r"<[^<>]*>", "", m.group(1)) + ")"))
+    here.update(_ARROW_PARAM.findall(body))
+    counts: dict[str, int] = {}
+    for m in _USE.finditer(body):
+        name = m.group(1)
+        if name not in bound and name not in here and name not in BUILTINS:
+            counts[name] = counts.get(name, 0) + 1
+    return sorted(counts, key=lambda n: -counts[n])[:limit]
+
+
+def _style(lines: Sequence[str], rows: set[int]) -> tuple[str, bool, bool]:
+    """(quote, semicolon, spaces inside braces) of the file's own import statements; rxjs's and
+    Prettier's defaults when it has none."""
+    quotes = {"'": 0, '"': 0}
+    semi = spaced = tight = 0
+    for row in rows:
+        text = lines[row]
+        if m := _SPEC.search(text):
+            quotes[m.group(1)] += 1
+            semi += 1 if m.group(3) else -1
+        spaced += len(re.findall(r"\{\s\S|\S\s\}", text))
+        tight += len(re.findall(r"\{[^\s}]|[^\s{]\}", text))
+    quote = "'" if quotes["'"] >= quotes['"'] else '"'
+    return quote, semi >= 0, spaced >= tight
+
+
+def module_spec(importer: str, target: str) -> str | None:
+    """How ``importer`` names the workspace file ``target`` after ``from``: a relative specifier
+    without the extension (``../util/lift``), a directory for an ``index`` file."""
+    if not target.endswith(_DROP):
+        return None
+    stem = next(target[: -len(s)] for s in _DROP if target.endswith(s))
+    if posixpath.basename(stem) == "index":
+        stem = posixpath.dirname(stem) or "."
+    rel = posixpath.relpath(stem, posixpath.dirname(importer) or ".")
+    return rel if rel.startswith("../") or rel == ".." else f"./{rel}" if rel != "." else "."
+
+
+def import_choices(index: Any, importer: str, lines: Sequence[str], unbound: Sequence[str]) -> ImportChoices:
+    """``import { a, b } from '<spec>';`` for each workspace file that defines one of the
+    ``unbound`` names at top level (up to eight files per name), in the file's style. A name the
+    workspace does not define gives no choice. Index failures mean no choices."""
+    if not is_js(importer):
+        return ImportChoices()
+    modules: dict[str, list[str]] = {}
+    for name in unbound[:24]:
+        try:
+            found = index.definitions(name, limit=8)
+        except Exception:
+            log.debug("definitions(%s) failed", name, exc_info=True)
+            continue
+        for d in found:
+            if d.path == importer or getattr(d, "scope", "") or not is_js(d.path):
+                continue
+            spec = module_spec(importer, d.path)
+            if spec is None:
+                continue
+            names = modules.setdefault(spec, [])
+            if name not in names:
+                names.append(name)
+    quote, semi, spaced = _style(lines, import_rows(lines))
+    return ImportChoices(
+        {m: tuple(ns) for m, ns in modules.items()}, language="js", quote=quote, semicolon=semi, spaced=spaced
+    )
