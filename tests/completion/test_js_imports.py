@@ -140,6 +140,14 @@ def test_the_guide_holds_an_import_line_to_the_choices() -> None:
     assert free.pick("", [(0, "const", 9.0), (1, "import", 8.0)]) == 0 and free.released
 
 
+def test_a_list_goes_on_while_its_module_gives_more_missing_names() -> None:
+    g = JsImportGuide(CHOICES, "import { ")
+    assert g.pick("ObservableInput", [(0, " }", 3.0), (1, ",", 1.0)]) == 1
+    assert g.pick("ObservableInput, OperatorFunction", [(0, " }", 3.0), (1, ",", 1.0)]) == 0  # all named
+    assert g.pick("ObservableInput", [(0, " }", 9.0), (1, ",", 1.0)]) == 0  # the model is sure
+    assert JsImportGuide(CHOICES, "import { ").pick("operate", [(0, " }", 3.0), (1, ",", 2.0)]) == 0
+
+
 def test_on_a_real_index_a_typescript_import_line_gets_its_choices(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
