@@ -309,10 +309,26 @@ def test_an_import_far_down_does_not_make_the_whole_file_an_import_block() -> No
         Imp(("util/dates.py",), ("parse",), line=0, spec="util.dates"),
         Imp(("util/dates.py",), ("other",), line=80, spec="util.dates"),
     ]
-    text = "from util.dates import parse\n" + "x = 1\n" * 100
+    rows = ["from util.dates import parse"] + ["x = 1"] * 100
+    rows[80] = "    from util.dates import other"
+    text = "\n".join(rows) + "\n"
     middle = gather_context(idx, "app.py", text, 40)
     assert not any("among the imports" in c.reason for c in middle)
     assert any("among the imports" in c.reason for c in gather_context(idx, "app.py", text, 81))
+
+
+def test_an_import_the_buffer_no_longer_has_binds_nothing() -> None:
+    """The index reads the file as saved; the buffer is newer. An import line being rewritten
+    (deleted in the buffer) is neither shown as imported nor counted as binding its names."""
+    idx = index()
+    idx.imports = [
+        Imp(("util/dates.py",), ("parse",), line=0, spec="util.dates"),
+        Imp(("models.py",), ("User",), line=1, spec="models"),
+    ]
+    text = "from util.dates import parse\n\n\nx = parse(s, User)\n"
+    reasons = [c.reason for c in gather_context(idx, "app.py", text, 1)]
+    assert "imported: parse (whole module: cursor among the imports)" in reasons
+    assert not any(r.startswith("imported: User") for r in reasons)
 
 
 def test_a_package_reexport_used_in_the_file_shows_its_definition() -> None:

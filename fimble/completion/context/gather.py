@@ -12,12 +12,13 @@ read best together; the renderers it calls live in the modules beside it.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from fimble.completion.context import js_imports
 from fimble.completion.context.fields import SourceLines
@@ -170,6 +171,35 @@ def _code_names(path: str, text: str, line: int, radius: int = 12) -> set[str] |
     return {n for n in _NAME.findall(window) if n not in PYTHON_BUILTINS or n in attributes}
 
 
+def _in_buffer(imports: Sequence[Any], rows: Sequence[str], js: bool) -> list[Any]:
+    """The index's imports of the file that its buffer still writes, with the names it still lists.
+
+    The index holds the file as last read from disk; the buffer is newer. An import the user deleted
+    or is rewriting must not count as binding its names (the import guide would then offer nothing
+    for them) nor have its module shown as imported: in the served eval, where the masked file reaches
+    the index through the watcher, the stale import named exactly the masked line's module and names.
+    """
+    text = "\n".join(rows)
+    out: list[Any] = []
+    for imp in imports:
+        spec = getattr(imp, "spec", "") or ""
+        if not spec:  # nothing to look for: kept as the index says
+            out.append(imp)
+            continue
+        if js:
+            present = f"'{spec}'" in text or f'"{spec}"' in text
+        else:
+            present = re.search(rf"\b(?:from|import)\s+{re.escape(spec)}(?![\w.])", text) is not None
+        if not present:
+            continue
+        names = tuple(n for n in imp.names if re.search(rf"(?<![\w$]){re.escape(n)}(?![\w$])", text))
+        if imp.names and not names:
+            continue
+        trimmed = names != tuple(imp.names) and dataclasses.is_dataclass(imp)
+        out.append(dataclasses.replace(imp, names=names) if trimmed else imp)
+    return out
+
+
 def _in_import_block(imports: Sequence[_Import], line: int, text_rows: Iterable[int] = ()) -> bool:
     """The cursor sits among the file's imports (within two lines of one): it is probably writing
     one, so whole module outlines (not only the names already imported) are what helps. An import
@@ -243,7 +273,7 @@ def gather_context(
         scored.append((base + mention * _mentions(chunk.text, near), len(scored), chunk))
 
     try:
-        imports = index.imports_of(path)
+        imports = _in_buffer(index.imports_of(path), [lines[r] for r in sorted(in_imports)], js)
         whole = _in_import_block(imports, line, in_imports)
         # Imported but not used yet: the line being written is about to use it (``HandoffOutputItem``
         # imported, its one use being typed), so its definition goes first. Among the imports, so
