@@ -25,13 +25,19 @@ MIN_HEAD = 32
 def shared_head(cells: Sequence[int], prompt: Sequence[int]) -> int:
     """How many leading tokens of ``prompt`` the KV cells ``cells`` hold (position by position),
     short of the prompt's last token: that one is always evaluated, its logits choose the first
-    generated token."""
-    n = 0
-    for a, b in zip(cells, prompt[: len(prompt) - 1], strict=False):
-        if a != b:
-            break
-        n += 1
-    return n
+    generated token.
+
+    A binary search over slice comparisons (run in C): the batch asks this of every slot for every
+    prompt it admits, and prompts run to thousands of tokens."""
+    n = min(len(cells), len(prompt) - 1)
+    lo, hi = 0, max(0, n)  # cells[:lo] == prompt[:lo]; the answer is at most hi
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if list(cells[lo:mid]) == list(prompt[lo:mid]):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def admission_order(prompts: Sequence[Sequence[int]]) -> list[int]:
