@@ -144,6 +144,7 @@ def _decode_group(
             [_tokens(prompts[i]) for i in together],
             max_tokens=max(plans[i].max_tokens for i in together),
             stops=[_stop_within(plans[i]) for i in together],
+            limits=[plans[i].max_tokens for i in together],
             on_done=lambda j, gen: on_done(together[j], gen),
         )
     alone = set(range(len(plans))) - set(together)

@@ -88,11 +88,13 @@ class BatchEchoEngine(EchoEngine):
         max_tokens: int = 64,
         stops: Sequence[Any] = (),
         on_done: Any = None,
+        limits: Sequence[int] = (),
     ) -> list[BatchGeneration]:
         self.batches.append(len(prompts))
         out = []
-        for i, (prompt, stop) in enumerate(zip(prompts, stops, strict=True)):
-            gen = EchoEngine.generate(self, prompt, max_tokens=max_tokens, stop=stop)
+        limits = limits or [max_tokens] * len(prompts)
+        for i, (prompt, stop, limit) in enumerate(zip(prompts, stops, limits, strict=True)):
+            gen = EchoEngine.generate(self, prompt, max_tokens=limit, stop=stop)
             out.append(BatchGeneration(**{f: getattr(gen, f) for f in gen.__dataclass_fields__}))
             if on_done is not None:
                 on_done(i, out[-1])

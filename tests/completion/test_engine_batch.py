@@ -115,6 +115,16 @@ def test_prompts_that_do_not_fit_together_wait_for_room() -> None:
     assert [g.stop_reason for g in got] == ["max_tokens", "max_tokens"]
 
 
+def test_each_prompt_s_own_limit_stops_it_and_budgets_its_cells() -> None:
+    """Two prompts of 31 tokens in 70 cells: with 20 tokens each they would run one after the other;
+    with their own limits of 3 and 5 they fit together."""
+    prompts = [[1, *range(30)], [2, *range(30)]]
+    _, decoder, slots = batch(2, n_ctx=70)
+    got = decode_batch(decoder, slots, prompts, max_tokens=20, limits=[3, 5])  # type: ignore[arg-type]
+    assert [len(g.tokens) for g in got] == [3, 5] and {g.stop_reason for g in got} == {"max_tokens"}
+    assert any(len({s for s, _, _ in call}) == 2 for call in decoder.calls)
+
+
 def test_the_interactive_slot_s_cells_are_dropped_only_when_the_batch_needs_them() -> None:
     kv, decoder, slots = batch(2, n_ctx=100)
     interactive = Slot(kv, 0, park=1)

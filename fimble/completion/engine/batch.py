@@ -66,6 +66,7 @@ class _Seq:
 
     index: int  # in the caller's list
     prompt: Sequence[int]
+    max_tokens: int
     stop: StopCheck | None = None  # its own stop rules (``decode_batch``'s ``stops``)
     slot: Slot | None = None  # while it runs
     utf8: Any = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")("replace"))
@@ -97,7 +98,6 @@ class _Batch:
         slots: Sequence[Slot],
         seqs: list[_Seq],
         *,
-        max_tokens: int,
         cancel: CancelToken | None,
         interactive: Slot | None,
         min_head: int,
@@ -111,7 +111,6 @@ class _Batch:
         self.free: list[Slot] = list(slots)  # slots no running prompt holds (maybe keeping a head)
         self.live: list[_Seq] = []
         self.cells = CellCount()
-        self.max_tokens = max_tokens
         self.cancel = cancel
         self.interactive = interactive
         self.min_head = min_head
@@ -126,7 +125,7 @@ class _Batch:
 
     def committed(self) -> int:
         """Cells held now plus what the running sequences may still add."""
-        growth = sum(max(0, self.max_tokens - len(s.tokens)) for s in self.live)
+        growth = sum(max(0, s.max_tokens - len(s.tokens)) for s in self.live)
         return self.cells.used + growth
 
     def sync(self, slot: Slot) -> None:
@@ -201,7 +200,7 @@ class _Batch:
             else:
                 target = next((f for f in self.free if not f.cells), self.free[0])
                 self.drop(target)
-            need = len(s.prompt) - head + self.max_tokens
+            need = len(s.prompt) - head + s.max_tokens
             if not self.fits(need, target):
                 return
             self.waiting.popleft()
@@ -274,7 +273,7 @@ class _Batch:
         for s in list(self.live):
             if s.ready:
                 s.ready = False
-                _take(s, self.model, self.max_tokens, s.stop, self.cancel)
+                _take(s, self.model, s.max_tokens, s.stop, self.cancel)
                 if s.reason:
                     self.finish(s)
                     stopped = True
@@ -328,6 +327,7 @@ def decode_batch(
     interactive: Slot | None = None,
     min_head: int = MIN_HEAD,
     on_done: OnDone | None = None,
+    limits: Sequence[int] | None = None,
 ) -> list[BatchGeneration]:
     """Greedy completions of ``prompts`` (any number; at most one per slot at a time, all slots
     empty), decoded together, one ``BatchGeneration`` per prompt in order.
@@ -335,17 +335,18 @@ def decode_batch(
     Stops each at an end-of-generation or FIM stop token, ``stop`` on its text, ``max_tokens``, a full
     context, or ``cancel`` (checked between steps; the abort callback may also stop a step, since
     nobody waits for batch work). ``stops``: one stop check per prompt instead of ``stop`` for all
-    (each request its own rules, so none decodes past its end while the others go on).
+    (each request its own rules, so none decodes past its end while the others go on); ``limits``:
+    one ``max_tokens`` per prompt (at most ``max_tokens``), which is also what its cells are budgeted by.
     ``interactive``: the slot whose cells the batch may take when it needs them (see the module).
     ``on_done(index, generation)`` hears of each prompt as soon as it stops. The slots are empty again
     on return."""
     checks = list(stops) if stops is not None else [stop] * len(prompts)
-    seqs = [_Seq(i, p, c) for i, (p, c) in enumerate(zip(prompts, checks, strict=True))]
+    caps = [min(max_tokens, n) for n in limits] if limits is not None else [max_tokens] * len(prompts)
+    seqs = [_Seq(i, p, n, c) for i, (p, n, c) in enumerate(zip(prompts, caps, checks, strict=True))]
     batch = _Batch(
         decoder,
         slots,
         seqs,
-        max_tokens=max_tokens,
         cancel=cancel,
         interactive=interactive,
         min_head=min_head,

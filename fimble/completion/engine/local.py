@@ -265,6 +265,7 @@ class Engine:
         cancel: CancelToken | None = None,
         stops: Sequence[StopCheck | None] | None = None,
         on_done: OnDone | None = None,
+        limits: Sequence[int] | None = None,
     ) -> list[BatchGeneration]:
         """Greedy completions of ``prompts``, each in a batch slot, decoded together; one
         ``BatchGeneration`` per prompt, in order (see ``fimble.completion.engine.batch``).
@@ -273,7 +274,8 @@ class Engine:
         a waiting one taking the slot of the first that stops, and prompts sharing a head (lines of
         one file) evaluate it once. The interactive slot's cache is kept unless the batch needs its
         cells (then it is cleared, and ``cached_tokens`` says so). ``stops``: a stop check per prompt,
-        in place of ``stop`` for all. ``on_done(index, generation)``: each prompt as soon as it stops."""
+        in place of ``stop`` for all; ``limits``: a ``max_tokens`` per prompt, which also budgets its
+        KV cells. ``on_done(index, generation)``: each prompt as soon as it stops."""
         slots = self.batch_slots
         if not slots:
             raise EngineError(
@@ -283,6 +285,8 @@ class Engine:
         check_fits(prompts, self.n_ctx)
         if stops is not None and len(stops) != len(prompts):
             raise ValueError(f"{len(stops)} stop checks for {len(prompts)} prompts")
+        if limits is not None and len(limits) != len(prompts):
+            raise ValueError(f"{len(limits)} limits for {len(prompts)} prompts")
         return decode_batch(
             self.decoder,
             slots,
@@ -293,6 +297,7 @@ class Engine:
             stops=stops,
             interactive=self.slot,
             on_done=on_done,
+            limits=limits,
         )
 
     # -- KV state on disk ---------------------------------------------------------------------------
