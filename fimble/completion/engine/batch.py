@@ -106,7 +106,6 @@ class _Batch:
         self.decoder = decoder
         self.model = decoder.model
         self.n_ctx: int = decoder.model.n_ctx
-        self.seqs = seqs
         self.waiting = deque(seqs[i] for i in admission_order([s.prompt for s in seqs]))
         self.free: list[Slot] = list(slots)  # slots no running prompt holds (maybe keeping a head)
         self.live: list[_Seq] = []
