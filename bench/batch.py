@@ -1,12 +1,18 @@
-"""Batch throughput: ``fimble batch`` requests per second at widths 1, 2, 4, 8, 16 on one engine.
+"""Batch throughput: ``fimble batch`` requests per second at widths 1 to 64 on one engine.
 
-Short FIM requests cut from a real repository (this one's ``fimble/`` sources, or ``--repo``): at a
-random line end, up to ``--lines`` lines above as the prefix and a few below as the suffix. Every
+Short FIM requests cut from a real repository (this one's ``fimble/`` sources, or ``--repo``). Two
+modes: ``lines`` (default) cuts each at a random line end of a random file, up to ``--lines`` lines
+above as the prefix and a few below as the suffix, so prompts share little; ``files`` cuts many
+requests from a few files (``--files``) with the prefix from the file's start, as ``fimble batch
+--docstrings`` and an evaluation's lines of one file do, so their prompts share a head that the
+batch evaluates once (cursors within ``--head-lines`` of the top, where the prefix budget keeps the
+file's start). Every
 width runs the same requests through the same runner and journal as the command (``run_batch``), on
 one engine loaded with enough batch slots for the widest run, so the figures are ratios within one
 run. Width 1 is the baseline (each request alone); the answers of each width are compared with it
-(differences are only allowed after a counted near-tie). Writes JSON (default
-``bench/results/batch.json``). Run: ``.venv/bin/python bench/batch.py --n 32``.
+(differences are only allowed after a counted near-tie). Prompt tokens evaluated and reused (a
+cached or shared head) are reported per width. Writes JSON (default ``bench/results/batch.json``).
+Run: ``.venv/bin/python bench/batch.py --n 32`` or ``... --mode files --widths 1,8,32,64``.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 from fimble.batch import Journal, parse_items, run_batch  # noqa: E402
 from fimble.completion.engine.loading import load_engine  # noqa: E402
+
+MAX_WIDTH = 64  # batch slots: sequences 2 .. 65 of the context (llama.cpp allows 256 sequences)
 
 
 def requests(
@@ -52,13 +60,50 @@ def requests(
     return out
 
 
+def file_requests(
+    repo: Path,
+    n: int,
+    files: int,
+    head_lines: int,
+    seed: int,
+    max_tokens: int = 24,
+    multiline: bool | None = None,
+) -> list[str]:
+    """``n`` requests from ``files`` files, the prefix from each file's start to a line within its
+    first ``head_lines`` lines, so the requests of one file share their prompt's head."""
+    rng = random.Random(seed)
+    candidates = sorted(p for p in repo.rglob("*.py") if p.stat().st_size > 2000)
+    chosen = rng.sample(candidates, min(files, len(candidates)))
+    out: list[str] = []
+    for k in range(n):
+        path = chosen[k % len(chosen)]
+        text = path.read_text(encoding="utf-8", errors="replace").split("\n")
+        for _ in range(100):
+            i = rng.randrange(1, min(head_lines, len(text) - 4))
+            if len(text[i].strip()) >= 8:
+                break
+        cur = text[i]
+        cut = len(cur) - len(cur.lstrip()) + rng.randrange(1, max(2, len(cur.strip()) // 2))
+        prefix = "\n".join([*text[:i], cur[:cut]])
+        suffix = "\n".join([cur[cut:], *text[i + 1 : i + 4]])
+        item = {"id": f"f{k}", "prefix": prefix, "suffix": suffix, "max_tokens": max_tokens}
+        if multiline is not None:
+            item["multiline"] = multiline
+        out.append(json.dumps(item | {"path": path.relative_to(repo).as_posix()}))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
     parser.add_argument("--repo", type=Path, default=ROOT / "fimble")
     parser.add_argument("--n", type=int, default=32)
     parser.add_argument("--lines", type=int, default=6, help="prefix lines above the cursor")
-    parser.add_argument("--widths", default="1,2,4,8,16")
+    parser.add_argument("--mode", choices=("lines", "files"), default="lines")
+    parser.add_argument("--files", type=int, default=3, help="files mode: how many files")
+    parser.add_argument("--head-lines", type=int, default=80, help="files mode: cursors within these lines")
+    parser.add_argument("--widths", default="1,2,4,8,16", help=f"comma-separated, each 1 to {MAX_WIDTH}")
+    parser.add_argument("--n-ctx", type=int, default=16384, help="KV cells shared by all sequences")
     parser.add_argument("--max-tokens", type=int, default=24)
     parser.add_argument("--multiline", action="store_true", help="ask for blocks, not the rest of a line")
     parser.add_argument("--threads", type=int, default=0)
@@ -66,8 +111,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results/batch.json")
     args = parser.parse_args()
     widths = [int(w) for w in args.widths.split(",")]
-    lines = requests(args.repo, args.n, args.lines, args.seed, args.max_tokens, args.multiline or None)
-    engine = load_engine(args.model, threads=args.threads, n_ctx=16384, batch_slots=max(widths))
+    if not all(1 <= w <= MAX_WIDTH for w in widths):
+        parser.error(f"--widths: each width must be 1 to {MAX_WIDTH}")
+    multiline = args.multiline or None
+    if args.mode == "files":
+        lines = file_requests(
+            args.repo, args.n, args.files, args.head_lines, args.seed, args.max_tokens, multiline
+        )
+    else:
+        lines = requests(args.repo, args.n, args.lines, args.seed, args.max_tokens, multiline)
+    batch_slots = max(widths) if max(widths) > 1 else 0
+    engine = load_engine(args.model, threads=args.threads, n_ctx=args.n_ctx, batch_slots=batch_slots)
     runs: list[dict[str, Any]] = []
     answers: dict[int, dict[str, dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="fimble-batch-") as tmp:
@@ -89,6 +143,8 @@ def main() -> None:
                     "requests_per_s": round(summary.done / wall, 3),
                     "tokens_per_s": round(summary.tokens_generated / wall, 2),
                     "prompt_tokens": summary.prompt_tokens,
+                    "tokens_evaluated": summary.tokens_evaluated,
+                    "tokens_shared": summary.tokens_reused,  # a cached (width 1) or copied head
                     "tokens_generated": summary.tokens_generated,
                     "near_ties": summary.near_ties,
                     "differ_from_width_1": len(differ),
@@ -103,7 +159,10 @@ def main() -> None:
         "model": args.model,
         "threads": engine.threads,
         "requests": args.n,
-        "prefix_lines": args.lines,
+        "mode": args.mode,
+        "files": args.files if args.mode == "files" else None,
+        "prefix_lines": args.lines if args.mode == "lines" else None,
+        "n_ctx": args.n_ctx,
         "max_tokens": args.max_tokens,
         "multiline": args.multiline,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load": os.getloadavg()},

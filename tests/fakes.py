@@ -8,6 +8,10 @@ asked and answered, as the local engine's interactive slot does.
 ``FakeKV`` stands in for llama.cpp's KV cells under ``fimble.completion.engine.slot``: per-sequence
 cells with positions, and llama.cpp's rule that tokens are only taken at the position right after
 everything their sequence holds. ``FakeKV.decode`` is a ``Decode`` for ``Slot.prepare``.
+
+``FakeDecoder`` is the part of ``Decoder`` the batch loop (``fimble.completion.engine.batch``) uses,
+over a ``FakeKV``: rows of several sequences per call, and a model whose next token is a function of
+the tokens its sequence holds (so a wrongly copied head changes the answer).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from fimble.completion.engine.cancel import CancelToken
 from fimble.completion.prompt.fim import FimTokens
 from fimble.errors import Cancelled
 
-__all__ = ["FAKE_FIM", "FakeEngine", "FakeKV"]
+__all__ = ["FAKE_FIM", "FakeDecoder", "FakeEngine", "FakeKV"]
 
 # Fake control-token ids, far above any character code the fake tokenizer produces.
 FAKE_FIM = FimTokens(
@@ -139,6 +143,7 @@ class FakeKV:
         self.decodes: list[list[tuple[int, int]]] = []
         self.states: dict[int, list[tuple[int, int]]] = {}  # blob id -> cells, for state_get/set
         self.abort_at: int | None = None
+        self.copies: list[tuple[int, int, int, int]] = []  # cp calls: (src, dst, p0, p1)
 
     def held(self, seq: int) -> dict[int, int]:
         return self.seqs.setdefault(seq, {})
@@ -171,6 +176,7 @@ class FakeKV:
             cells[p + delta] = t
 
     def cp(self, src: int, dst: int, p0: int, p1: int) -> None:
+        self.copies.append((src, dst, p0, p1))
         inside = self._range(p0, p1)
         self.held(dst).update({p: t for p, t in self.held(src).items() if inside(p)})
 
@@ -206,3 +212,67 @@ class FakeKV:
             raise Cancelled("cancelled during prompt evaluation")
         held.update(cells)
         slot.record(cells)
+
+
+class _FakeModel:
+    """The model side of ``FakeDecoder``: the next token after a sequence's cells is a hash of them."""
+
+    def __init__(self, n_ctx: int) -> None:
+        self.n_ctx = n_ctx
+        self.choices: list[tuple[int, float]] = []  # per row of the last call
+
+    @staticmethod
+    def next_token(held: Sequence[int]) -> int:
+        return 500 + sum((i + 1) * t for i, t in enumerate(held)) % 97
+
+    def top2(self, row: int = -1) -> tuple[int, float]:
+        return self.choices[row]
+
+    def ends(self, token: int) -> bool:
+        return False
+
+    def piece(self, token: int) -> bytes:
+        return b"x"
+
+
+@dataclass
+class FakeDecoder:
+    """``Decoder.decode_rows`` over a ``FakeKV``, with llama.cpp's positions rule; every call's rows
+    are kept in ``calls`` as (seq, pos, token). ``cancel_after``: that many calls succeed, then the
+    next is aborted (``cancel`` set, return code 2), as the abort callback does."""
+
+    kv: FakeKV
+    n_ctx: int = 4096
+    n_batch: int = 512
+    calls: list[list[tuple[int, int, int]]] = field(default_factory=list)
+    cancel: CancelToken | None = None
+    cancel_after: int | None = None
+
+    def __post_init__(self) -> None:
+        from fimble.completion.engine import EngineConfig
+
+        self.model = _FakeModel(self.n_ctx)
+        self.config = EngineConfig(n_batch=self.n_batch, n_ctx=self.n_ctx)
+
+    def decode_rows(self, rows: Sequence[tuple[Any, int, int, bool]], *, armed: bool = False) -> int:
+        assert 0 < len(rows) <= self.n_batch
+        if self.cancel_after is not None and len(self.calls) >= self.cancel_after and self.cancel:
+            self.cancel.cancel("test")
+            for slot, pos, _, _ in rows:
+                slot.truncate(pos)
+            return 2
+        self.calls.append([(slot.seq_id, pos, tok) for slot, pos, tok, _ in rows])
+        self.model.choices = []
+        for slot, pos, tok, _ in rows:
+            held = self.kv.held(slot.seq_id)
+            expected = max(held, default=-1) + 1
+            assert pos == expected, f"sequence {slot.seq_id}: position {pos}, expected {expected}"
+            held[pos] = tok
+            slot.record([(pos, tok)])
+            self.model.choices.append((self.model.next_token(self.kv.tokens(slot.seq_id)), 5.0))
+        return 0
+
+    def fail(self, rc: int, what: str) -> None:
+        if rc == 2 or (self.cancel is not None and self.cancel.cancelled):
+            raise Cancelled(f"cancelled during {what}")
+        raise AssertionError(f"decode failed with {rc}")

@@ -3,7 +3,8 @@
 A front door like the servers and the commands: it reads requests from a file instead of a socket,
 plans each with the same prompt builders (``fimble.completion.raw_requests``), decodes them on one
 engine and writes one output record per input line. Finished ids are journaled (LMDB), so a re-run
-after a crash or a SIGKILL skips them and loses at most the group that was being decoded.
+after a crash or a SIGKILL skips them and loses at most the requests under way (records are
+journaled ``width`` at a time as they finish).
 """
 
 from __future__ import annotations

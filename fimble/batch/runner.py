@@ -2,10 +2,12 @@
 
 Every item is planned exactly as the HTTP server plans a client's prompt (``plan_request``: fimble's
 FIM layout, stop rules and clean-up), so an item's answer is what ``/v1/completions`` would return
-for the same text. ``width`` items form a group; the group's records are journaled together, so a
-SIGKILL loses at most the group under way. With ``width`` 1 every item is decoded alone; wider groups
-use the engine's multi-sequence decoding when it has one (several KV sequences advanced per pass over
-the weights), and are decoded one by one otherwise, with the same outputs either way.
+for the same text. Records are journaled ``width`` at a time as they finish, so a SIGKILL loses at
+most the work under way (never a record already written). With ``width`` 1 every item is decoded
+alone; wider runs use the engine's multi-sequence decoding when it has one (several KV sequences
+advanced per pass over the weights, ``WINDOW`` groups handed over at once so that freed slots are
+refilled, items of one file side by side so that their shared head is evaluated once), and are
+decoded one by one otherwise, with the same outputs either way.
 """
 
 from __future__ import annotations
@@ -23,9 +25,14 @@ from fimble.completion.prompt.fim import FimPrompt
 from fimble.completion.raw_requests import RawPlan, plan_request
 from fimble.errors import FimbleError
 
-__all__ = ["BatchSummary", "run_batch"]
+__all__ = ["WINDOW", "BatchSummary", "run_batch"]
 
 log = logging.getLogger(__name__)
+
+# Items handed to the engine at once, in groups of ``width``: more than its slots, so that a slot whose
+# request stopped is refilled at once (continuous batching) and lines of one file share their head.
+# Records are still journaled ``width`` at a time, as they finish.
+WINDOW = 8
 
 
 @dataclass
@@ -41,6 +48,8 @@ class BatchSummary:
     prompt_tokens: int = 0
     seconds: float = 0.0
     repaired_lines: int = 0
+    tokens_evaluated: int = 0  # prompt tokens computed; the rest were reused (a cache, a shared head)
+    tokens_reused: int = 0
     near_ties: int = 0  # batched choices whose lead was under the tie margin (may differ from alone)
     stop_reasons: dict[str, int] = field(default_factory=dict)
 
@@ -115,24 +124,80 @@ def _stop_within(plan: RawPlan) -> StopCheck:
 
 
 def _decode_group(
-    engine: Engine, plans: Sequence[RawPlan], prompts: Sequence[FimPrompt | list[int]]
-) -> list[Generation]:
-    """One ``Generation`` per plan, in order: greedy, as if each were decoded alone.
+    engine: Engine,
+    plans: Sequence[RawPlan],
+    prompts: Sequence[FimPrompt | list[int]],
+    on_done: Callable[[int, Generation], None],
+) -> None:
+    """``on_done(index, generation)`` for every plan, as each is done: greedy, as if decoded alone.
 
     Where the engine has batch slots, the plans without a guide (guided decoding picks among choices
     token by token, alone) are decoded together in one ``generate_batch``, each with its own stop
     rules and ``max_tokens``: equal to decoding alone except after a near-tie
-    (``BatchGeneration.near_ties``)."""
+    (``BatchGeneration.near_ties``). The engine keeps its slots busy (a waiting plan takes the slot
+    of one that stopped) and evaluates a head that plans share (lines of one file) once."""
     together = [i for i, plan in enumerate(plans) if plan.guide is None]
     if len(together) < 2 or not getattr(engine, "batch_slots", None):
-        return [_decode_one(engine, plan, prompt) for plan, prompt in zip(plans, prompts, strict=True)]
-    batched = engine.generate_batch(
-        [_tokens(prompts[i]) for i in together],
-        max_tokens=max(plans[i].max_tokens for i in together),
-        stops=[_stop_within(plans[i]) for i in together],
-    )
-    gens: dict[int, Generation] = dict(zip(together, batched, strict=True))
-    return [gens[i] if i in gens else _decode_one(engine, p, prompts[i]) for i, p in enumerate(plans)]
+        together = []
+    else:
+        engine.generate_batch(
+            [_tokens(prompts[i]) for i in together],
+            max_tokens=max(plans[i].max_tokens for i in together),
+            stops=[_stop_within(plans[i]) for i in together],
+            limits=[plans[i].max_tokens for i in together],
+            on_done=lambda j, gen: on_done(together[j], gen),
+        )
+    alone = set(range(len(plans))) - set(together)
+    for i in sorted(alone):
+        on_done(i, _decode_one(engine, plans[i], prompts[i]))
+
+
+def _same_files_together(items: Sequence[BatchItem]) -> list[BatchItem]:
+    """``items`` with those of one file moved up to its first one, in their order otherwise: the
+    engine evaluates a head that prompts of one file share once, when they are decoded together."""
+    first: dict[str, int] = {}
+    keyed = [
+        (first.setdefault(item.raw.path, n) if item.raw.path is not None else n, n, item)
+        for n, item in enumerate(items)
+    ]
+    return [item for *_, item in sorted(keyed, key=lambda k: k[:2])]
+
+
+def _run_window(
+    engine: Engine,
+    items: Sequence[BatchItem],
+    width: int,
+    summary: BatchSummary,
+    commit: Callable[[list[dict[str, Any]]], None],
+) -> None:
+    """Plan and decode ``items``, committing their records ``width`` at a time as they finish."""
+    records: list[dict[str, Any]] = []
+    runnable: list[tuple[BatchItem, RawPlan, FimPrompt | list[int]]] = []
+    for item in items:
+        try:
+            plan = plan_request(item.raw, item.options)
+            runnable.append((item, plan, plan.build(engine)))
+        except FimbleError as err:
+            records.append(_error_record(item.id, item.line_no, str(err)))
+
+    def finished(i: int, gen: Generation) -> None:
+        item, plan, _ = runnable[i]
+        records.append(_record(item, plan.final(gen.text), gen))
+        summary.done += 1
+        summary.tokens_generated += len(gen.tokens)
+        summary.near_ties += records[-1].get("near_ties", 0)
+        summary.prompt_tokens += gen.prompt_tokens
+        summary.tokens_evaluated += gen.tokens_evaluated
+        summary.tokens_reused += gen.tokens_reused
+        summary.stop_reasons[gen.stop_reason] = summary.stop_reasons.get(gen.stop_reason, 0) + 1
+        if len(records) >= width:
+            commit(records[:])
+            records.clear()
+
+    if runnable:
+        _decode_group(engine, [r[1] for r in runnable], [r[2] for r in runnable], finished)
+    if records:
+        commit(records)
 
 
 def run_batch(
@@ -173,25 +238,12 @@ def run_batch(
 
     if bad:
         commit(bad)
-    for start in range(0, len(pending), max(1, width)):
-        group = pending[start : start + max(1, width)]
-        records: list[dict[str, Any]] = []
-        runnable: list[tuple[BatchItem, RawPlan, FimPrompt | list[int]]] = []
-        for item in group:
-            try:
-                plan = plan_request(item.raw, item.options)
-                runnable.append((item, plan, plan.build(engine)))
-            except FimbleError as err:
-                records.append(_error_record(item.id, item.line_no, str(err)))
-        gens = _decode_group(engine, [r[1] for r in runnable], [r[2] for r in runnable]) if runnable else []
-        for (item, plan, _), gen in zip(runnable, gens, strict=True):
-            text = plan.final(gen.text)
-            records.append(_record(item, text, gen))
-            summary.done += 1
-            summary.tokens_generated += len(gen.tokens)
-            summary.near_ties += records[-1].get("near_ties", 0)
-            summary.prompt_tokens += gen.prompt_tokens
-            summary.stop_reasons[gen.stop_reason] = summary.stop_reasons.get(gen.stop_reason, 0) + 1
-        commit(records)
+    width = max(1, width)
+    batching = width > 1 and bool(getattr(engine, "batch_slots", None))
+    if batching:
+        pending = _same_files_together(pending)
+    window = width * (WINDOW if batching else 1)
+    for start in range(0, len(pending), window):
+        _run_window(engine, pending[start : start + window], width, summary, commit)
     summary.seconds = time.perf_counter() - started
     return summary

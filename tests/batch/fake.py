@@ -72,7 +72,8 @@ class FixedEngine(EchoEngine):
 
 class BatchEchoEngine(EchoEngine):
     """``EchoEngine`` with batch slots: ``generate_batch`` answers every prompt as ``generate`` would,
-    each with its own stop check from ``stops``, and records the size of each batch."""
+    each with its own stop check from ``stops`` (``on_done`` told of each), and records the size of
+    each batch."""
 
     batch_slots = (2, 3, 4)
 
@@ -81,12 +82,21 @@ class BatchEchoEngine(EchoEngine):
         self.batches: list[int] = []
 
     def generate_batch(
-        self, prompts: Sequence[Sequence[int]], *, max_tokens: int = 64, stops: Sequence[Any] = ()
+        self,
+        prompts: Sequence[Sequence[int]],
+        *,
+        max_tokens: int = 64,
+        stops: Sequence[Any] = (),
+        on_done: Any = None,
+        limits: Sequence[int] = (),
     ) -> list[BatchGeneration]:
         self.batches.append(len(prompts))
         out = []
-        for prompt, stop in zip(prompts, stops, strict=True):
-            gen = EchoEngine.generate(self, prompt, max_tokens=max_tokens, stop=stop)
+        limits = limits or [max_tokens] * len(prompts)
+        for i, (prompt, stop, limit) in enumerate(zip(prompts, stops, limits, strict=True)):
+            gen = EchoEngine.generate(self, prompt, max_tokens=limit, stop=stop)
             out.append(BatchGeneration(**{f: getattr(gen, f) for f in gen.__dataclass_fields__}))
+            if on_done is not None:
+                on_done(i, out[-1])
         self.calls.clear()  # not decoded alone
         return out

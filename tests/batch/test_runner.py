@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 from fimble.batch import Journal, parse_items, run_batch
+from fimble.batch.items import BatchItem
+from fimble.batch.runner import _same_files_together
 from tests.batch.fake import BatchEchoEngine, EchoEngine, answer_for
 
 REQUESTS = [
@@ -81,3 +83,35 @@ def test_a_group_decoded_together_ends_each_request_as_alone(tmp_path: Path) -> 
     assert engine.batches == [4] and engine.calls == []  # the four good requests in one batch
     strip = lambda r: {k: v for k, v in r.items() if k != "timings"}  # noqa: E731
     assert {k: strip(v) for k, v in by_id(together).items()} == {k: strip(v) for k, v in by_id(alone).items()}
+
+
+def test_a_wide_run_hands_the_engine_several_groups_and_journals_a_group_at_a_time(tmp_path: Path) -> None:
+    """Width 2, four good requests: one ``generate_batch`` of all four (the engine refills the slot of
+    a request that stopped), their records committed two at a time as they finish."""
+    engine = BatchEchoEngine()
+    progress: list[tuple[int, int]] = []
+    with Journal(tmp_path / "out.jsonl") as journal:
+        summary = run_batch(
+            engine,  # type: ignore[arg-type]
+            parse_items(inputs()),
+            journal,
+            width=2,
+            on_progress=lambda done, total: progress.append((done, total)),
+        )
+    assert engine.batches == [4]
+    assert progress == [(1, 5), (3, 5), (5, 5)]  # the bad line first, then two records at a time
+    assert summary.tokens_evaluated == summary.prompt_tokens and summary.tokens_reused == 0
+
+
+def test_items_of_one_file_are_decoded_side_by_side() -> None:
+    """Their shared head is evaluated once only when they run together: a file's items move up to
+    its first one; plain prompts (no file) keep their places."""
+    lines = [
+        json.dumps({"id": "a1", "prefix": "x", "path": "a.py"}),
+        json.dumps({"id": "p", "prompt": "plain"}),
+        json.dumps({"id": "b1", "prefix": "y", "path": "b.py"}),
+        json.dumps({"id": "a2", "prefix": "xx", "path": "a.py"}),
+        json.dumps({"id": "b2", "prefix": "yy", "path": "b.py"}),
+    ]
+    items = [i for i in parse_items(lines) if isinstance(i, BatchItem)]
+    assert [i.id for i in _same_files_together(items)] == ["a1", "a2", "p", "b1", "b2"]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from fimble.completion.engine import BatchGeneration, Engine, EngineConfig, Generation
+from fimble.completion.engine.batch import MIN_HEAD
 from fimble.completion.engine.cancel import CancelToken
 from fimble.completion.prompt.fim import build_prompt
 from fimble.errors import EngineError
@@ -17,6 +19,8 @@ from tests.model_paths import SMALL, model_path
 pytestmark = pytest.mark.model
 
 EXAMPLE = Path(__file__).parents[2] / "fimble" / "examples" / "dates.py"
+# A source file long enough for its lines' prompts to share a head of a few hundred tokens.
+LONG_FILE = Path(__file__).parents[2] / "fimble" / "completion" / "engine" / "kvplan.py"
 
 
 @pytest.fixture(scope="module")
@@ -135,3 +139,22 @@ def test_batch_slots_are_needed_and_a_cancelled_batch_leaves_them_empty(small: E
             one.generate_batch([p1], max_tokens=4)
     finally:
         one.close()
+
+
+def test_lines_of_one_file_share_their_head_and_answer_as_each_alone(small: Engine) -> None:
+    """Five cursor positions in one file (more prompts than the three batch slots, so freed slots
+    are refilled): the file's start is evaluated once and copied, and every answer is the prompt's
+    greedy answer alone, near-ties aside."""
+    text = LONG_FILE.read_text()
+    offsets = [m.end() for m in re.finditer(r"(?m)^ +(?=\S)", text)][4:34:6]  # indented lines
+    prompts = [fim_prompt(small, text[:off], text[off:]) for off in offsets]
+    expected = [alone(small, p, 16) for p in prompts]
+    small.reset()
+    got = small.generate_batch(prompts, max_tokens=16)
+    reused = sorted(g.tokens_reused for g in got)
+    assert reused[0] == 0 and all(r >= MIN_HEAD for r in reused[1:]), reused
+    assert sum(g.tokens_evaluated for g in got) < sum(map(len, prompts)) - 4 * MIN_HEAD
+    for batched, single, prompt in zip(got, expected, prompts, strict=True):
+        assert batched.tokens_evaluated + batched.tokens_reused == len(prompt)
+        assert_same_until_a_near_tie(batched, single)
+    assert all(not s.cells for s in small.batch_slots)

@@ -13,7 +13,6 @@ from fimble.completion.engine import EngineConfig
 from fimble.completion.engine.batch import cells_needed, check_fits
 from fimble.completion.engine.decoder import Decoder
 from fimble.completion.engine.kvstore import KVStore
-from fimble.completion.engine.local import _waves
 from fimble.completion.engine.slot import Slot
 from fimble.errors import Cancelled, EngineError
 from tests.fakes import FakeKV
@@ -228,9 +227,3 @@ def test_batch_budget_and_prompt_checks() -> None:
         check_fits([[]], 100)
     with pytest.raises(ValueError, match="n_seq_max"):
         EngineConfig(n_seq_max=1)
-
-
-def test_prompts_are_cut_into_waves_by_batch_slots_and_cells() -> None:
-    ps = [[1] * 10, [2] * 10, [3] * 10, [4] * 50]
-    assert _waves(ps, 2, 5, 60) == [[ps[0], ps[1]], [ps[2]], [ps[3]]]
-    assert _waves(ps, 4, 0, 1000) == [ps]

@@ -4,7 +4,8 @@
 - ``model``: the weights, vocabulary, FIM tokens, CPU path and the one llama.cpp context;
 - ``slot``: one KV sequence, the tokens it holds, reuse plans, chunk parking, saved states;
 - ``decoder``: ``llama_batch``es of one or several slots; greedy, guided and speculative steps;
-- ``batch``: several prompts decoded together in batch slots;
+- ``batch``: several prompts decoded together in batch slots, freed slots refilled as they stop;
+- ``heads``: which batch prompts share a head (evaluated once, its KV cells copied), and cell counts;
 - ``local``: ``Engine``, the model with its slots and decoder behind the methods fimble calls;
 - ``api``: ``CompletionEngine``, the interface the completer needs of any engine (local or remote).
 

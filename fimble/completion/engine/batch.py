@@ -1,15 +1,24 @@
 """Several prompts decoded together, one KV sequence (batch slot) each, as llama.cpp's server does.
 
-Each prompt is evaluated into its own slot (``_evaluate_prompts`` says why one prompt per call);
-then every unfinished sequence advances one token per ``llama_decode`` call, one batch row each.
-The weights are read once per call for all rows, which is what makes several sequences cheaper than
-the same prompts one after another on a CPU.
+Every running sequence advances one token per ``llama_decode`` call, one batch row each: the weights
+are read once per call for all rows, which is what makes several sequences cheaper than the same
+prompts one after another on a CPU. Two things keep the rows full and the prompts cheap:
+
+- **Continuous batching**: when a sequence stops, the next waiting prompt takes its slot between two
+  decode steps (its prompt evaluated alone, ``_admit`` says why) and joins the rows at the next step,
+  instead of the slot idling until the slowest sequence of a wave ends.
+- **Shared heads**: prompts are taken in token order (``heads.admission_order``), so prompts that
+  begin alike (lines of one file) run side by side. A prompt whose first tokens some batch sequence
+  already holds (at least ``MIN_HEAD`` of them) gets those KV cells copied (``KVMemory.cp``: the
+  same cells, tagged with one more sequence) and only its own tail is evaluated. A finished
+  sequence's cells are kept for a moment when a waiting prompt can start from them.
 
 Cell budget: the KV buffer is unified, so the batch slots use the same n_ctx cells as the interactive
-slot (sequence 0). A wave of prompts needs its prompts' lengths plus ``max_tokens`` per prompt; when the
-cells the interactive slot holds leave less than that free, the interactive slot is cleared first (its
-record says so: the next keystroke evaluates its prompt again) rather than failing the batch. Batch
-slots are emptied when the wave ends, whatever the outcome.
+slot (sequence 0). A prompt is admitted when the cells held (a shared cell counted once, ``CellCount``)
+plus what every running sequence may still generate plus its own tail and ``max_tokens`` fit. When
+the cells the interactive slot holds are what stands in the way, it is cleared (its record says so:
+the next keystroke evaluates its prompt again) rather than narrowing the batch; a prompt that fits only
+alone runs alone and may stop at a full context. Batch slots are emptied on return, whatever the outcome.
 
 Greedy only, no drafts and no guide: a choice whose lead over the runner-up is under ``TIE_MARGIN`` is
 counted in ``BatchGeneration.near_ties`` (and logged at debug), because there the rounding of another batch
@@ -21,24 +30,25 @@ from __future__ import annotations
 import codecs
 import logging
 import time
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from fimble.completion.engine.cancel import CancelToken
 from fimble.completion.engine.config import TIE_MARGIN, BatchGeneration, StopCheck
 from fimble.completion.engine.decoder import Decoder, Row
+from fimble.completion.engine.heads import MIN_HEAD, CellCount, admission_order, cells_needed, shared_head
 from fimble.completion.engine.slot import Slot
 from fimble.errors import Cancelled, EngineError
 
-__all__ = ["cells_needed", "check_fits", "decode_wave"]
+__all__ = ["MIN_HEAD", "OnDone", "cells_needed", "check_fits", "decode_batch"]
 
 log = logging.getLogger(__name__)
 
-
-def cells_needed(prompts: Sequence[Sequence[int]], max_tokens: int) -> int:
-    """KV cells a wave of ``prompts`` may occupy at its end: every prompt and its generated tokens."""
-    return sum(len(p) + max_tokens for p in prompts)
+# Called with a prompt's index and its generation as soon as it stops (the others may still run).
+OnDone = Callable[[int, BatchGeneration], None]
 
 
 def check_fits(prompts: Sequence[Sequence[int]], n_ctx: int) -> None:
@@ -52,26 +62,259 @@ def check_fits(prompts: Sequence[Sequence[int]], n_ctx: int) -> None:
 
 @dataclass
 class _Seq:
-    """One prompt's progress through the wave."""
+    """One prompt's progress through the batch."""
 
-    slot: Slot
+    index: int  # in the caller's list
     prompt: Sequence[int]
-    stop: StopCheck | None = None  # its own stop rules (``decode_wave``'s ``stops``)
+    max_tokens: int
+    stop: StopCheck | None = None  # its own stop rules (``decode_batch``'s ``stops``)
+    slot: Slot | None = None  # while it runs
     utf8: Any = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")("replace"))
     tokens: list[int] = field(default_factory=list)
     text: str = ""
-    reason: str = ""  # empty while it runs
+    reason: str = ""  # empty while it waits or runs
     near_ties: list[int] = field(default_factory=list)
     choice: int = -1  # the model's next token, from the last decode's logits
     margin: float = 0.0  # its lead over the runner-up
-    ended: float = 0.0  # perf_counter when it stopped
+    ready: bool = False  # ``choice`` is new: not taken yet
+    head: int = 0  # prompt tokens copied from another sequence instead of evaluated
     evaluated: bool = False  # its prompt is in its slot (not cancelled during prompt evaluation)
+    started: float = 0.0  # perf_counter when its prompt evaluation began
+    admitted: float = 0.0  # ... and ended
+    ended: float = 0.0  # perf_counter when it stopped
+    result: BatchGeneration | None = None  # once it stopped
 
     def choose(self, choice: tuple[int, float]) -> None:
         self.choice, self.margin = choice
+        self.ready = True
 
 
-def decode_wave(
+class _Batch:
+    """The state of one ``decode_batch`` call: waiting, running and finished prompts, and the slots."""
+
+    def __init__(
+        self,
+        decoder: Decoder,
+        slots: Sequence[Slot],
+        seqs: list[_Seq],
+        *,
+        cancel: CancelToken | None,
+        interactive: Slot | None,
+        min_head: int,
+        on_done: OnDone | None,
+    ) -> None:
+        self.decoder = decoder
+        self.model = decoder.model
+        self.n_ctx: int = decoder.model.n_ctx
+        self.waiting = deque(seqs[i] for i in admission_order([s.prompt for s in seqs]))
+        self.free: list[Slot] = list(slots)  # slots no running prompt holds (maybe keeping a head)
+        self.live: list[_Seq] = []
+        self.cells = CellCount()
+        self.cancel = cancel
+        self.interactive = interactive
+        self.min_head = min_head
+        self.on_done = on_done
+
+    # -- cells ----------------------------------------------------------------------------------
+
+    @property
+    def reserved(self) -> int:
+        """Cells other sequences (the interactive slot) hold."""
+        return len(self.interactive.cells) if self.interactive is not None else 0
+
+    def committed(self) -> int:
+        """Cells held now plus what the running sequences may still add."""
+        growth = sum(max(0, s.max_tokens - len(s.tokens)) for s in self.live)
+        return self.cells.used + growth
+
+    def sync(self, slot: Slot) -> None:
+        self.cells.sync(slot.seq_id, len(slot.cells))
+
+    def drop(self, slot: Slot, keep: int = 0) -> None:
+        if keep:
+            slot.truncate(keep)
+        else:
+            slot.clear()
+        self.sync(slot)
+
+    def useful(self, slot: Slot) -> bool:
+        """A free slot's cells are worth keeping: one of the next waiting prompts starts with them."""
+        soon = islice(self.waiting, len(self.free) + 1)
+        return any(shared_head(slot.cells, w.prompt) >= self.min_head for w in soon)
+
+    def tidy(self) -> None:
+        """Free the cells of free slots no waiting prompt can start from."""
+        for slot in self.free:
+            if slot.cells and not self.useful(slot):
+                self.drop(slot)
+
+    # -- finishing ------------------------------------------------------------------------------
+
+    def finish(self, s: _Seq, reason: str = "") -> None:
+        """``s`` stopped: its slot is free (its cells kept while a waiting prompt may use them)."""
+        if reason:
+            s.reason = reason
+        s.ended = time.perf_counter()
+        if s in self.live:
+            self.live.remove(s)
+        if s.slot is not None:
+            self.free.append(s.slot)
+            if not self.useful(s.slot):
+                self.drop(s.slot)
+            s.slot = None
+        self.report(s)
+
+    def report(self, s: _Seq) -> None:
+        if s.result is None:
+            s.result = _generation(s)
+            if self.on_done is not None:
+                self.on_done(s.index, s.result)
+
+    def cancel_all(self) -> None:
+        for s in [*self.live, *self.waiting]:
+            self.finish(s, "cancelled")
+        self.waiting.clear()
+
+    # -- admitting a waiting prompt -------------------------------------------------------------
+
+    def source(self, prompt: Sequence[int]) -> tuple[Slot | None, int]:
+        """The slot (running or free) holding the longest head of ``prompt``, and its length."""
+        best: tuple[Slot | None, int] = (None, 0)
+        for slot in [*self.free, *(s.slot for s in self.live if s.slot is not None)]:
+            if (n := shared_head(slot.cells, prompt)) > best[1]:
+                best = (slot, n)
+        return best if best[1] >= self.min_head else (None, 0)
+
+    def admit(self) -> None:
+        """Start waiting prompts in free slots while their cells fit (at least one when none runs)."""
+        while self.waiting and self.free:
+            if self.cancel is not None and self.cancel.cancelled:
+                self.cancel_all()
+                return
+            s = self.waiting[0]
+            src, head = self.source(s.prompt)
+            if src is not None and src in self.free:
+                target = src
+                self.drop(target, keep=head)
+            else:
+                target = next((f for f in self.free if not f.cells), self.free[0])
+                self.drop(target)
+            need = len(s.prompt) - head + s.max_tokens
+            if not self.fits(need, target):
+                return
+            self.waiting.popleft()
+            self.free.remove(target)
+            if src is not None and src is not target:
+                target.kv.cp(src.seq_id, target.seq_id, 0, head)
+                target.cells = list(s.prompt[:head])
+                self.cells.copy(src.seq_id, target.seq_id, head)
+            s.slot, s.head = target, head
+            self.live.append(s)
+            try:
+                self.evaluate(s)
+            except Cancelled:
+                self.finish(s, "cancelled")
+                self.cancel_all()
+                return
+        self.tidy()
+
+    def fits(self, need: int, target: Slot) -> bool:
+        """Room for ``need`` more cells, making it by dropping kept heads and the interactive slot's
+        cells when that is enough; always room for one prompt when nothing runs."""
+        if self.committed() + need <= self.n_ctx - self.reserved:
+            return True
+        for slot in self.free:
+            if slot.cells and slot is not target:
+                self.drop(slot)
+        if self.committed() + need <= self.n_ctx - self.reserved:
+            return True
+        if self.reserved and (not self.live or self.committed() + need <= self.n_ctx):
+            assert self.interactive is not None
+            log.debug(
+                "a batch prompt needs %d KV cells: the interactive slot's %d are dropped", need, self.reserved
+            )
+            self.interactive.clear()
+        return not self.live or self.committed() + need <= self.n_ctx - self.reserved
+
+    def evaluate(self, s: _Seq) -> None:
+        """Evaluate ``s``'s prompt after its copied head, ``n_batch`` rows per call, reading its first
+        choice from the call that held its last token (logits live only until the next call).
+
+        One prompt per call, between decode steps: prompt evaluation is bound by compute, not by
+        reading the weights, so several prompts in one call were no faster (0.5B, 3 prompts: 2.0 s
+        together, 1.9 s apart), and a prompt alone in its calls is computed in the same shapes as
+        when it is decoded alone, so its first token is the same even at a near-tie. Mixed, the 1.5B
+        model's first token differed at near-ties (an end of generation instead of ``_init__``), and
+        a first token that differs changes the whole answer."""
+        assert s.slot is not None
+        slot, prompt, step = s.slot, s.prompt, self.decoder.config.n_batch
+        s.started = time.perf_counter()
+        last = len(prompt) - 1
+        rows: list[Row] = [(slot, pos, prompt[pos], pos == last) for pos in range(s.head, len(prompt))]
+        try:
+            for start in range(0, len(rows), step):
+                chunk = rows[start : start + step]
+                rc = self.decoder.decode_rows(chunk, armed=True)
+                if rc != 0:
+                    self.decoder.fail(rc, "batch prompt evaluation")
+                if chunk[-1][3]:
+                    s.choose(self.model.top2(len(chunk) - 1))
+        finally:
+            self.sync(slot)
+        s.evaluated = True
+        s.admitted = time.perf_counter()
+
+    # -- one decode step ------------------------------------------------------------------------
+
+    def take_all(self) -> bool:
+        """Every running sequence takes the token it was given; True when one of them stopped."""
+        stopped = False
+        for s in list(self.live):
+            if s.ready:
+                s.ready = False
+                _take(s, self.model, s.max_tokens, s.stop, self.cancel)
+                if s.reason:
+                    self.finish(s)
+                    stopped = True
+        return stopped
+
+    def step(self) -> bool:
+        """Decode one token of every running sequence; False when nothing is left to decode."""
+        rows: list[Row] = []
+        used = self.cells.used + self.reserved
+        for s in list(self.live):
+            assert s.slot is not None
+            if used + len(rows) + 1 > self.n_ctx:
+                self.finish(s, "context_full")
+            else:
+                rows.append((s.slot, len(s.slot.cells), s.tokens[-1], True))
+        if not rows:
+            return False
+        running = list(self.live)
+        rc = self.decoder.decode_rows(rows, armed=True)
+        for s in running:
+            assert s.slot is not None
+            self.sync(s.slot)
+        if rc != 0:
+            try:
+                self.decoder.fail(rc, "batch decoding")
+            except Cancelled:
+                self.cancel_all()
+                return False
+        for i, s in enumerate(running):
+            s.choose(self.model.top2(i))
+        return True
+
+    def run(self) -> None:
+        while True:
+            self.admit()
+            if self.take_all() and self.waiting and self.free:
+                continue  # a slot came free: refill it before the next step
+            if not self.step() and not self.waiting:
+                break
+
+
+def decode_batch(
     decoder: Decoder,
     slots: Sequence[Slot],
     prompts: Sequence[Sequence[int]],
@@ -79,81 +322,46 @@ def decode_wave(
     max_tokens: int,
     stop: StopCheck | None = None,
     cancel: CancelToken | None = None,
-    reserved: int = 0,
     stops: Sequence[StopCheck | None] | None = None,
+    interactive: Slot | None = None,
+    min_head: int = MIN_HEAD,
+    on_done: OnDone | None = None,
+    limits: Sequence[int] | None = None,
 ) -> list[BatchGeneration]:
-    """Greedy completions of ``prompts`` (at most one per slot, all slots empty), decoded together.
+    """Greedy completions of ``prompts`` (any number; at most one per slot at a time, all slots
+    empty), decoded together, one ``BatchGeneration`` per prompt in order.
 
     Stops each at an end-of-generation or FIM stop token, ``stop`` on its text, ``max_tokens``, a full
-    context (``reserved``: cells other sequences hold), or ``cancel`` (checked between steps; the abort
-    callback may also stop a step, since nobody waits for batch work). The slots are empty again on
-    return. ``stops``: one stop check per prompt instead of ``stop`` for all (each request its own
-    rules, so none decodes past its end while the others go on)."""
-    model = decoder.model
+    context, or ``cancel`` (checked between steps; the abort callback may also stop a step, since
+    nobody waits for batch work). ``stops``: one stop check per prompt instead of ``stop`` for all
+    (each request its own rules, so none decodes past its end while the others go on); ``limits``:
+    one ``max_tokens`` per prompt (at most ``max_tokens``), which is also what its cells are budgeted by.
+    ``interactive``: the slot whose cells the batch may take when it needs them (see the module).
+    ``on_done(index, generation)`` hears of each prompt as soon as it stops. The slots are empty again
+    on return."""
     checks = list(stops) if stops is not None else [stop] * len(prompts)
-    seqs = [_Seq(slot, prompt, check) for slot, prompt, check in zip(slots, prompts, checks, strict=False)]
-    t0 = time.perf_counter()
+    caps = [min(max_tokens, n) for n in limits] if limits is not None else [max_tokens] * len(prompts)
+    seqs = [_Seq(i, p, n, c) for i, (p, n, c) in enumerate(zip(prompts, caps, checks, strict=True))]
+    batch = _Batch(
+        decoder,
+        slots,
+        seqs,
+        cancel=cancel,
+        interactive=interactive,
+        min_head=min_head,
+        on_done=on_done,
+    )
     decoder.cancel = cancel
     try:
-        try:
-            _evaluate_prompts(decoder, seqs)
-        except Cancelled:
-            for s in seqs:
-                s.reason = "cancelled"
-        t1 = time.perf_counter()
-        running = [s for s in seqs if not s.reason]
-        while running:
-            rows: list[Row] = []
-            used = sum(len(s.slot.cells) for s in seqs) + reserved
-            for s in running:
-                _take(s, model, max_tokens, s.stop, cancel)
-                if not s.reason and used + len(rows) + 1 > model.n_ctx:
-                    s.reason = "context_full"
-                if s.reason:
-                    s.ended = time.perf_counter()
-                else:
-                    rows.append((s.slot, len(s.slot.cells), s.tokens[-1], True))
-            running = [s for s in running if not s.reason]
-            if not rows:
-                break
-            rc = decoder.decode_rows(rows, armed=True)
-            if rc != 0:
-                try:
-                    decoder.fail(rc, "batch decoding")
-                except Cancelled:
-                    for s in running:
-                        s.reason, s.ended = "cancelled", time.perf_counter()
-                    break
-            for i, s in enumerate(running):
-                s.choose(model.top2(i))
+        batch.run()
     finally:
         decoder.cancel = None
-        for s in seqs:
-            s.slot.clear()
-    return [_generation(s, t0, t1) for s in seqs]
-
-
-def _evaluate_prompts(decoder: Decoder, seqs: list[_Seq]) -> None:
-    """Evaluate every prompt into its slot, ``n_batch`` rows per call, reading each prompt's first
-    choice from the call that held its last token (logits live only until the next call).
-
-    One prompt per call: prompt evaluation is bound by compute, not by reading the weights, so
-    several prompts in one call were no faster (0.5B, 3 prompts: 2.0 s together, 1.9 s apart), and
-    a prompt alone in its calls is computed in the same shapes as when it is decoded alone, so its
-    first token is the same even at a near-tie. Mixed, the 1.5B model's first token differed at
-    near-ties (an end of generation instead of ``_init__``), and a first token that differs changes
-    the whole answer."""
-    step = decoder.config.n_batch
+        for slot in slots:
+            slot.clear()
     for s in seqs:
-        rows: list[Row] = [(s.slot, pos, tok, pos == len(s.prompt) - 1) for pos, tok in enumerate(s.prompt)]
-        for start in range(0, len(rows), step):
-            chunk = rows[start : start + step]
-            rc = decoder.decode_rows(chunk, armed=True)
-            if rc != 0:
-                decoder.fail(rc, "batch prompt evaluation")
-            if chunk[-1][3]:
-                s.choose(decoder.model.top2(len(chunk) - 1))
-        s.evaluated = True
+        if s.result is None:  # never ran: cancelled before its turn
+            batch.finish(s, s.reason or "cancelled")
+    return [s.result or _generation(s) for s in seqs]
 
 
 def _take(s: _Seq, model: Any, max_tokens: int, stop: StopCheck | None, cancel: CancelToken | None) -> None:
@@ -167,7 +375,8 @@ def _take(s: _Seq, model: Any, max_tokens: int, stop: StopCheck | None, cancel: 
     tok = s.choice
     if s.margin < TIE_MARGIN:
         s.near_ties.append(len(s.tokens))
-        log.debug("seq %d: token %d chosen by a near-tie (lead %.2f)", s.slot.seq_id, len(s.tokens), s.margin)
+        seq = s.slot.seq_id if s.slot is not None else -1
+        log.debug("seq %d: token %d chosen by a near-tie (lead %.2f)", seq, len(s.tokens), s.margin)
     if model.ends(tok):
         s.reason = "eog"
         return
@@ -178,16 +387,18 @@ def _take(s: _Seq, model: Any, max_tokens: int, stop: StopCheck | None, cancel: 
         s.text = s.text[:keep]
 
 
-def _generation(s: _Seq, t0: float, t1: float) -> BatchGeneration:
+def _generation(s: _Seq) -> BatchGeneration:
     text = s.text + (s.utf8.decode(b"", final=True) if s.reason in ("max_tokens", "eog") else "")
+    started = s.started or s.ended
+    admitted = s.admitted or s.ended
     return BatchGeneration(
         text=text,
         tokens=tuple(s.tokens),
         stop_reason=s.reason or "cancelled",
         prompt_tokens=len(s.prompt),
-        tokens_evaluated=len(s.prompt) if s.evaluated else 0,
-        tokens_reused=0,
-        prompt_ms=(t1 - t0) * 1000,
-        generation_ms=max(0.0, ((s.ended or t1) - t1) * 1000),
+        tokens_evaluated=len(s.prompt) - s.head if s.evaluated else 0,
+        tokens_reused=s.head if s.evaluated else 0,
+        prompt_ms=max(0.0, (admitted - started) * 1000),
+        generation_ms=max(0.0, (s.ended - admitted) * 1000),
         near_ties=tuple(s.near_ties),
     )

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fimble.completion.engine.batch import cells_needed, check_fits, decode_wave
+from fimble.completion.engine.batch import OnDone, check_fits, decode_batch
 from fimble.completion.engine.cancel import CancelToken
 from fimble.completion.engine.config import BatchGeneration, EngineConfig, Generation, StopCheck
 from fimble.completion.engine.decoder import Decoder
@@ -264,14 +264,18 @@ class Engine:
         stop: StopCheck | None = None,
         cancel: CancelToken | None = None,
         stops: Sequence[StopCheck | None] | None = None,
+        on_done: OnDone | None = None,
+        limits: Sequence[int] | None = None,
     ) -> list[BatchGeneration]:
-        """Greedy completions of ``prompts``, each in its own batch slot, decoded together; one
-        ``Generation`` per prompt, in order (see ``fimble.completion.engine.batch``).
+        """Greedy completions of ``prompts``, each in a batch slot, decoded together; one
+        ``BatchGeneration`` per prompt, in order (see ``fimble.completion.engine.batch``).
 
-        Needs ``n_seq_max`` >= 3. Prompts are decoded in waves of at most one per batch slot and
-        at most n_ctx cells (prompts plus ``max_tokens`` each). The interactive slot's cache is kept
-        unless a wave needs its cells (then it is cleared, and ``cached_tokens`` says so). ``stops``:
-        a stop check per prompt, in place of ``stop`` for all."""
+        Needs ``n_seq_max`` >= 3. Any number of prompts: at most one per batch slot runs at a time,
+        a waiting one taking the slot of the first that stops, and prompts sharing a head (lines of
+        one file) evaluate it once. The interactive slot's cache is kept unless the batch needs its
+        cells (then it is cleared, and ``cached_tokens`` says so). ``stops``: a stop check per prompt,
+        in place of ``stop`` for all; ``limits``: a ``max_tokens`` per prompt, which also budgets its
+        KV cells. ``on_done(index, generation)``: each prompt as soon as it stops."""
         slots = self.batch_slots
         if not slots:
             raise EngineError(
@@ -281,28 +285,20 @@ class Engine:
         check_fits(prompts, self.n_ctx)
         if stops is not None and len(stops) != len(prompts):
             raise ValueError(f"{len(stops)} stop checks for {len(prompts)} prompts")
-        out: list[BatchGeneration] = []
-        for wave in _waves(prompts, len(slots), max_tokens, self.n_ctx):
-            first = len(out)
-            need = cells_needed(wave, max_tokens)
-            if self.slot.cells and need > self.n_ctx - len(self.slot.cells):
-                log.debug(
-                    "a batch wave needs %d KV cells: the interactive slot's %d are dropped",
-                    need,
-                    len(self.slot.cells),
-                )
-                self.slot.clear()
-            out += decode_wave(
-                self.decoder,
-                slots,
-                wave,
-                max_tokens=max_tokens,
-                stop=stop,
-                cancel=cancel,
-                reserved=len(self.slot.cells),
-                stops=None if stops is None else stops[first : first + len(wave)],
-            )
-        return out
+        if limits is not None and len(limits) != len(prompts):
+            raise ValueError(f"{len(limits)} limits for {len(prompts)} prompts")
+        return decode_batch(
+            self.decoder,
+            slots,
+            prompts,
+            max_tokens=max_tokens,
+            stop=stop,
+            cancel=cancel,
+            stops=stops,
+            interactive=self.slot,
+            on_done=on_done,
+            limits=limits,
+        )
 
     # -- KV state on disk ---------------------------------------------------------------------------
 
@@ -346,20 +342,3 @@ class Engine:
     def __del__(self) -> None:  # pragma: no cover - best effort at interpreter exit
         with contextlib.suppress(Exception):
             self.close()
-
-
-def _waves(
-    prompts: Sequence[Sequence[int]], n_slots: int, max_tokens: int, n_ctx: int
-) -> list[list[Sequence[int]]]:
-    """``prompts`` in order, cut into waves of at most ``n_slots`` that fit ``n_ctx`` cells (a prompt
-    that fits only alone gets a wave of its own and may stop at a full context)."""
-    waves: list[list[Sequence[int]]] = []
-    wave: list[Sequence[int]] = []
-    for p in prompts:
-        if wave and (len(wave) == n_slots or cells_needed([*wave, p], max_tokens) > n_ctx):
-            waves.append(wave)
-            wave = []
-        wave.append(p)
-    if wave:
-        waves.append(wave)
-    return waves
