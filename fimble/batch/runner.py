@@ -154,7 +154,8 @@ def _decode_group(
 
 def _same_files_together(items: Sequence[BatchItem]) -> list[BatchItem]:
     """``items`` with those of one file moved up to its first one, in their order otherwise: the
-    engine evaluates a head that prompts of one file share once, when they are decoded together."""
+    engine evaluates a head that prompts of one file share once, when they are decoded together,
+    and decoded one after another the cache still holds it."""
     first: dict[str, int] = {}
     keyed = [
         (first.setdefault(item.raw.path, n) if item.raw.path is not None else n, n, item)
@@ -240,8 +241,9 @@ def run_batch(
         commit(bad)
     width = max(1, width)
     batching = width > 1 and bool(getattr(engine, "batch_slots", None))
-    if batching:
-        pending = _same_files_together(pending)
+    # One at a time too: the KV cache keeps what the last prompt shares with the next (the file's
+    # head), so a file's items in a row cost their own tails only.
+    pending = _same_files_together(pending)
     window = width * (WINDOW if batching else 1)
     for start in range(0, len(pending), window):
         _run_window(engine, pending[start : start + window], width, summary, commit)
