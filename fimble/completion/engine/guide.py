@@ -122,7 +122,7 @@ class JsImportGuide(ImportGuide):
     names first, in the file's style (see ``ImportChoices``); no open lists."""
 
     def _split(self, line: str) -> tuple[str, str] | None:
-        """(names, what follows them) of a line past the statement's head, None before it."""
+        """(what follows the statement's head, the head) of a line past the head, None before it."""
         for head in (self.choices.js_head(), self.choices.js_head(type_only=True)):
             if line.startswith(head):
                 return line[len(head) :], head
