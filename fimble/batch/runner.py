@@ -153,15 +153,18 @@ def _decode_group(
 
 
 def _same_files_together(items: Sequence[BatchItem]) -> list[BatchItem]:
-    """``items`` with those of one file moved up to its first one, in their order otherwise: the
-    engine evaluates a head that prompts of one file share once, when they are decoded together,
-    and decoded one after another the cache still holds it."""
+    """``items`` with those of one file moved up to its first one, and a file's items in the order
+    of their text before the cursor: the engine evaluates a head that prompts of one file share
+    once when they are decoded together, and decoded one after another the cache still holds it
+    (sorted, each prompt shares with the one before it the most it shares with any)."""
     first: dict[str, int] = {}
     keyed = [
-        (first.setdefault(item.raw.path, n) if item.raw.path is not None else n, n, item)
+        (first.setdefault(item.raw.path, n), item.raw.prefix, n, item)
+        if item.raw.path is not None
+        else (n, "", n, item)
         for n, item in enumerate(items)
     ]
-    return [item for *_, item in sorted(keyed, key=lambda k: k[:2])]
+    return [item for *_, item in sorted(keyed, key=lambda k: k[:3])]
 
 
 def _run_window(
