@@ -52,8 +52,11 @@ def main() -> None:
     parser.add_argument("--think-ms", default="2000", help="comma-separated think times")
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--root", type=Path, help="the source folder, when the run's was a PyPI spec "
+                        "(fimble eval's cache: ~/.cache/fimble/eval-sources/NAME-VERSION)")
     args = parser.parse_args()
     source, cases = load(args.cases, set(args.samples.split(",")))
+    source = args.root or source
     args.out.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
     settings = ServedSettings(think_ms=tuple(int(t) for t in args.think_ms.split(",")))
