@@ -13,7 +13,10 @@ import click
 if TYPE_CHECKING:
     from fimble.completion.prompt.raw_prompt import RawPrompt
 
-__all__ = ["batch"]
+__all__ = ["MAX_WIDTH", "batch"]
+
+# llama.cpp holds at most 256 sequences (``LLAMA_MAX_SEQ``); the editor's slot and its parking take two.
+MAX_WIDTH = 254
 
 
 class _Positions:
@@ -142,7 +145,7 @@ def _run_docstrings(
     "-w",
     default=1,
     show_default=True,
-    type=click.IntRange(1, 256),
+    type=click.IntRange(1, MAX_WIDTH),
     help="Requests decoded together, one KV sequence each (1: one at a time).",
 )
 @click.option("--model", "-m", default=None, help="Model name from `fimble models list`, or a .gguf path.")

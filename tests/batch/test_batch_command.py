@@ -89,3 +89,19 @@ def test_batch_answers_every_line_and_resumes_after_sigkill(tmp_path: Path) -> N
     # Decoded four at a time: the same answers, except where a near-tie was counted.
     differ = [k for k in got if got[k].get("text") != expected[k].get("text")]
     assert all(got[k].get("near_ties") for k in differ), differ
+
+
+def test_a_width_llama_cpp_cannot_hold_is_refused_before_loading_a_model(tmp_path: Path) -> None:
+    """Each request is a KV sequence and the editor's slot takes two of llama.cpp's 256."""
+    from click.testing import CliRunner
+
+    from fimble.commands.batch import MAX_WIDTH
+    from fimble.commands.batch import batch as command
+
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"id": 1, "prompt": "x"}\n')
+    result = CliRunner().invoke(
+        command, [str(inp), "-o", str(tmp_path / "out.jsonl"), "--width", str(MAX_WIDTH + 1)]
+    )
+    assert result.exit_code == 2 and "--width" in result.output
+    assert MAX_WIDTH + 2 == 256
