@@ -39,11 +39,11 @@ from typing import Any
 from fimble.completion.engine.cancel import CancelToken
 from fimble.completion.engine.config import TIE_MARGIN, BatchGeneration, StopCheck
 from fimble.completion.engine.decoder import Decoder, Row
-from fimble.completion.engine.heads import MIN_HEAD, CellCount, admission_order, cells_needed, shared_head
+from fimble.completion.engine.heads import MIN_HEAD, CellCount, admission_order, shared_head
 from fimble.completion.engine.slot import Slot
 from fimble.errors import Cancelled, EngineError
 
-__all__ = ["MIN_HEAD", "OnDone", "cells_needed", "check_fits", "decode_batch"]
+__all__ = ["MIN_HEAD", "OnDone", "check_fits", "decode_batch"]
 
 log = logging.getLogger(__name__)
 

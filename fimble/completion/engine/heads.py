@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-__all__ = ["MIN_HEAD", "CellCount", "admission_order", "cells_needed", "shared_head"]
+__all__ = ["MIN_HEAD", "CellCount", "admission_order", "shared_head"]
 
 # A shared head shorter than this is evaluated again rather than copied: a copy saves little then,
 # and it ties the sequence to another one's cells.
@@ -45,19 +45,6 @@ def admission_order(prompts: Sequence[Sequence[int]]) -> list[int]:
     sharing a head are neighbours (in sorted order the longest head any prompt shares with another
     is the one it shares with a neighbour) and are decoded while the head's cells are still held."""
     return sorted(range(len(prompts)), key=lambda i: list(prompts[i]))
-
-
-def cells_needed(prompts: Sequence[Sequence[int]], max_tokens: int, min_head: int = MIN_HEAD) -> int:
-    """KV cells ``prompts`` may occupy together at their end: each prompt and its ``max_tokens``
-    generated tokens, a head of at least ``min_head`` tokens shared with its neighbour counted once."""
-    total = 0
-    prev: Sequence[int] = ()
-    for i in admission_order(prompts):
-        p = prompts[i]
-        head = shared_head(prev, p)
-        total += len(p) - (head if head >= min_head else 0) + max_tokens
-        prev = p
-    return total
 
 
 class CellCount:
