@@ -258,7 +258,12 @@ def gather_context(
     visible = "\n".join(lines[lo:hi])
     near = _near_names(lines, line)
     js = is_js(path)
-    in_imports = js_imports.import_rows(lines) if js else import_rows(lines)
+    rows_of, names_of, unbound_of = (
+        (js_imports.import_rows, js_imports.imported_names, js_imports.unbound_names)
+        if js
+        else (import_rows, imported_names, unbound_names)
+    )
+    in_imports = rows_of(lines)
     body = "\n".join(ln for row, ln in enumerate(lines) if row not in in_imports)
     used = set(_WORD.findall(body))
     source = source or SourceLines.of(index)
@@ -279,12 +284,8 @@ def gather_context(
         # imported, its one use being typed), so its definition goes first. Among the imports, so
         # do the names the file uses but imports from nowhere: what the import being written is for.
         pending = {n for imp in imports if imp.targets for n in imp.names} - used
-        if js:
-            bound = bound_names(index, path, imports) | js_imports.imported_names(lines, in_imports)
-            unbound = js_imports.unbound_names(body, bound, limit=40) if whole else []
-        else:
-            bound = bound_names(index, path, imports) | imported_names(lines, in_imports)
-            unbound = unbound_names(body, bound, limit=40) if whole else []
+        bound = bound_names(index, path, imports) | names_of(lines, in_imports)
+        unbound = unbound_of(body, bound, limit=40) if whole else []
         pending |= set(unbound)
         for imp in imports:
             if not imp.targets:

@@ -20,9 +20,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from fimble.completion.context.imports import ImportChoices
+from fimble.completion.context.unbound import statement_rows
+from fimble.indexer.languages import detect_language
 
 __all__ = [
-    "JS_SUFFIXES",
     "code_only",
     "import_choices",
     "import_rows",
@@ -33,9 +34,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-JS_SUFFIXES = (".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs")
+_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
 # A module specifier drops these; ``.d.ts`` is a declaration file of the same module name.
-_DROP = (".d.ts", *JS_SUFFIXES)
+_DROP = (".d.ts", ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs")
 
 _WORDS = (
     "abstract any as async await boolean break case catch class const constructor continue debugger "
@@ -79,24 +80,19 @@ _SPEC = re.compile(r"""\bfrom\s*(['"])([^'"]+)\1(;?)""")
 
 
 def is_js(path: str) -> bool:
-    """A JavaScript or TypeScript file, by its name."""
-    return path.endswith(JS_SUFFIXES)
+    """A JavaScript or TypeScript file, by the indexer's language table."""
+    return detect_language(path) in _LANGUAGES
+
+
+def _starts_import(text: str) -> bool:
+    """``import ...`` (not an ``import(...)`` expression) or an ``export ... from`` re-export."""
+    return bool(re.match(r"import\b(?!\s*\()", text) or (re.match(r"export\b", text) and " from " in text))
 
 
 def import_rows(lines: Sequence[str]) -> set[int]:
     """Rows of ``import`` statements (a name list over several lines included) and of
     ``export ... from`` re-exports."""
-    rows: set[int] = set()
-    open_brace = False
-    for row, line in enumerate(lines):
-        text = line.strip()
-        if open_brace:
-            rows.add(row)
-            open_brace = "}" not in text
-        elif re.match(r"import\b(?!\s*\()", text) or (re.match(r"export\b", text) and " from " in text):
-            rows.add(row)
-            open_brace = "{" in text and "}" not in text
-    return rows
+    return statement_rows(lines, _starts_import, "{}")
 
 
 def imported_names(lines: Sequence[str], rows: set[int]) -> set[str]:
@@ -173,7 +169,7 @@ def module_spec(importer: str, target: str) -> str | None:
     if posixpath.basename(stem) == "index":
         stem = posixpath.dirname(stem) or "."
     rel = posixpath.relpath(stem, posixpath.dirname(importer) or ".")
-    return rel if rel.startswith("../") or rel == ".." else f"./{rel}" if rel != "." else "."
+    return rel if rel == "." or rel.startswith("..") else f"./{rel}"
 
 
 def import_choices(index: Any, importer: str, lines: Sequence[str], unbound: Sequence[str]) -> ImportChoices:

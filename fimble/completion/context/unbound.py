@@ -14,7 +14,7 @@ import builtins
 import keyword
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fimble.completion.context.outlines import definition_chunk
@@ -26,6 +26,7 @@ __all__ = [
     "code_only",
     "import_rows",
     "imported_names",
+    "statement_rows",
     "unbound_definitions",
     "unbound_names",
 ]
@@ -36,19 +37,30 @@ log = logging.getLogger(__name__)
 PYTHON_BUILTINS = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {"self", "cls"}
 
 
-def import_rows(lines: Sequence[str]) -> set[int]:
-    """Rows of ``import``/``from ... import`` statements, a parenthesised name list included."""
+def statement_rows(lines: Sequence[str], starts: Callable[[str], bool], brackets: str) -> set[int]:
+    """Rows of the statements whose stripped first line ``starts`` says begins one, with the rows
+    of a name list in ``brackets`` ("()" or "{}") left open on that line until it closes."""
+    opening, closing = brackets
     rows: set[int] = set()
-    open_paren = False
+    open_list = False
     for row, line in enumerate(lines):
         text = line.strip()
-        if open_paren:
+        if open_list:
             rows.add(row)
-            open_paren = ")" not in text
-        elif text.startswith(("import ", "from ")) and (" import " in text or text.startswith("import ")):
+            open_list = closing not in text
+        elif starts(text):
             rows.add(row)
-            open_paren = "(" in text and ")" not in text
+            open_list = opening in text and closing not in text
     return rows
+
+
+def import_rows(lines: Sequence[str]) -> set[int]:
+    """Rows of ``import``/``from ... import`` statements, a parenthesised name list included."""
+    return statement_rows(
+        lines,
+        lambda t: t.startswith(("import ", "from ")) and (" import " in t or t.startswith("import ")),
+        "()",
+    )
 
 
 def imported_names(lines: Sequence[str], rows: set[int]) -> set[str]:
