@@ -50,14 +50,31 @@ def requests(
         cur = text[i]
         if len(cur.strip()) < 8:
             continue
-        cut = len(cur) - len(cur.lstrip()) + rng.randrange(1, max(2, len(cur.strip()) // 2))
-        prefix = "\n".join([*text[i - lines : i], cur[:cut]])
-        suffix = "\n".join([cur[cut:], *text[i + 1 : i + 4]])
-        item = {"id": f"r{len(out)}", "prefix": prefix, "suffix": suffix, "max_tokens": max_tokens}
-        if multiline is not None:
-            item["multiline"] = multiline
-        out.append(json.dumps(item | {"path": path.relative_to(repo).as_posix()}))
+        out.append(_item(f"r{len(out)}", repo, path, text, i, i - lines, rng, max_tokens, multiline))
     return out
+
+
+def _item(
+    ident: str,
+    repo: Path,
+    path: Path,
+    text: list[str],
+    i: int,
+    start: int,
+    rng: random.Random,
+    max_tokens: int,
+    multiline: bool | None,
+) -> str:
+    """A request cut mid-way into line ``i`` of ``path``: the prefix from line ``start``, the suffix
+    the rest of the line and three more, as a ``fimble batch`` input line."""
+    cur = text[i]
+    cut = len(cur) - len(cur.lstrip()) + rng.randrange(1, max(2, len(cur.strip()) // 2))
+    prefix = "\n".join([*text[start:i], cur[:cut]])
+    suffix = "\n".join([cur[cut:], *text[i + 1 : i + 4]])
+    item = {"id": ident, "prefix": prefix, "suffix": suffix, "max_tokens": max_tokens}
+    if multiline is not None:
+        item["multiline"] = multiline
+    return json.dumps(item | {"path": path.relative_to(repo).as_posix()})
 
 
 def file_requests(
@@ -82,14 +99,7 @@ def file_requests(
             i = rng.randrange(1, min(head_lines, len(text) - 4))
             if len(text[i].strip()) >= 8:
                 break
-        cur = text[i]
-        cut = len(cur) - len(cur.lstrip()) + rng.randrange(1, max(2, len(cur.strip()) // 2))
-        prefix = "\n".join([*text[:i], cur[:cut]])
-        suffix = "\n".join([cur[cut:], *text[i + 1 : i + 4]])
-        item = {"id": f"f{k}", "prefix": prefix, "suffix": suffix, "max_tokens": max_tokens}
-        if multiline is not None:
-            item["multiline"] = multiline
-        out.append(json.dumps(item | {"path": path.relative_to(repo).as_posix()}))
+        out.append(_item(f"f{k}", repo, path, text, i, 0, rng, max_tokens, multiline))
     return out
 
 
