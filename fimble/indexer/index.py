@@ -247,6 +247,12 @@ class WorkspaceIndex:
         with self._snapshot() as txn:
             return reader.TxnFiles(txn, self._store.db).exists(rel)
 
+    def files_in(self, rel_dir: str) -> list[str]:
+        """The indexed files directly in the workspace folder ``rel_dir`` ("" for the root), no
+        subfolders: what a barrel file (``index.ts``) could re-export next to what it already does."""
+        with self._snapshot() as txn:
+            return reader.TxnFiles(txn, self._store.db).in_dir(rel_dir.strip("/"))
+
     def file_outline(self, path: str | os.PathLike[str]) -> tuple[Definition, ...]:
         """A file's definitions in source order: signatures and first doc lines, no bodies."""
         rel = self.relpath(path)

@@ -12,6 +12,7 @@ from fimble.completion.context.js_imports import (
     import_rows,
     imported_names,
     module_spec,
+    reexport_choices,
     unbound_names,
 )
 from fimble.completion.engine.guide import JsImportGuide, import_guide
@@ -177,3 +178,85 @@ def test_on_a_real_index_a_typescript_import_line_gets_its_choices(
     assert any(c[0] == "src/util/lift.ts" for c in rest)  # its definition is shown too
     guide = import_guide(choices, text[: text.index("\n\n") + 1])
     assert guide is not None and guide.finished("import { operate } from '../util/lift';")
+
+
+BARREL = [
+    "/* Observable */",
+    "export { Observable } from './internal/Observable';",
+    "export { merge } from './internal/observable/merge';",
+    "",
+    "export { race } from './internal/observable/race';",
+    "export type { Operator } from './internal/Operator';",
+    "export * from './internal/types';",
+]
+
+
+class _Folders(_Index):
+    """Files per folder and outlines, as ``WorkspaceIndex.files_in`` and ``file_outline`` give them."""
+
+    def files_in(self, folder: str) -> list[str]:
+        return sorted({d.path for d in self.defs if d.path.rpartition("/")[0] == folder})
+
+    def file_outline(self, path: str) -> list[Definition]:
+        return [d for d in self.defs if d.path == path]
+
+
+def test_a_barrel_is_offered_the_modules_it_does_not_re_export_yet() -> None:
+    index = _Folders(
+        [
+            _def("internal/observable/merge.ts", "merge"),  # re-exported already
+            _def("internal/observable/pairs.ts", "pairs"),
+            _def("internal/observable/pairs.ts", "helper", scope="pairs"),  # not top level
+            _def("internal/observable/race.ts", "raceInit"),  # a module already named
+            _def("internal/Scheduler.ts", "Scheduler"),
+            _def("internal/Observable.ts", "Observable"),
+            _def("internal/util/noop.ts", "noop"),  # a folder the barrel draws nothing from
+            _def("internal/observable/notes.py", "pairs_py"),  # not JavaScript
+        ]
+    )
+    choices = reexport_choices(index, "index.ts", BARREL)
+    assert choices.keyword == "export"
+    assert choices.modules == {
+        "./internal/Scheduler": ("Scheduler",),
+        "./internal/observable/pairs": ("pairs",),
+    }
+    assert "export { pairs } from './internal/observable/pairs';" in choices.as_text().splitlines()
+    assert ImportChoices.from_text(choices.as_text()) == choices
+    # Not a barrel: imports outnumber re-exports, or too few of them.
+    assert not reexport_choices(index, "index.ts", [*BARREL[:3], *HEAD[:1] * 3])
+    assert not reexport_choices(index, "index.py", BARREL)
+
+
+def test_the_guide_holds_a_barrel_line_to_a_module_not_re_exported_yet() -> None:
+    choices = ImportChoices({"./internal/observable/pairs": ("pairs",)}, language="js", keyword="export")
+    g = import_guide(choices, "\n".join(BARREL[:3]) + "\n")
+    assert isinstance(g, JsImportGuide)
+    assert g.viable("export { pa") and not g.viable("export { merge")
+    assert g.finished("export { pairs } from './internal/observable/pairs';")
+    assert g.pick("export { ", [(0, "merge", 6.0), (1, "pairs", 4.0)]) == 1
+    assert not JsImportGuide(choices).committed("import { ")
+
+
+def test_on_a_real_index_a_barrel_line_gets_the_modules_not_re_exported_yet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Real tree-sitter and LMDB: rxjs's ``index.ts`` with one re-export blanked."""
+    from fimble.completion.context.gather import gather_context
+    from fimble.indexer import IndexConfig, WorkspaceIndex
+
+    monkeypatch.setenv("FIMBLE_HOME", str(tmp_path / "home"))
+    root = tmp_path / "ws"
+    (root / "internal" / "observable").mkdir(parents=True)
+    for name in ("merge", "pairs", "race", "zip"):
+        (root / "internal" / "observable" / f"{name}.ts").write_text(f"export function {name}() {{}}\n")
+    rows = [f"export {{ {n} }} from './internal/observable/{n}';" for n in ("merge", "pairs", "race", "zip")]
+    rows[1] = ""
+    text = "\n".join(["/* Observable */", *rows, ""])
+    (root / "index.ts").write_text(text)
+    with WorkspaceIndex.open(root, IndexConfig(workers=0)) as index:
+        index.build()
+        chunks = gather_context(index, "index.ts", text, 2)
+    choices, _ = split_choices([c.as_tuple() for c in chunks])
+    assert choices is not None and choices.modules == {"./internal/observable/pairs": ("pairs",)}
+    guide = import_guide(choices, "\n".join(text.split("\n")[:2]) + "\n")
+    assert guide is not None and guide.finished("export { pairs } from './internal/observable/pairs';")

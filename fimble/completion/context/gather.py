@@ -271,6 +271,7 @@ def gather_context(
     seen_paths_defs: set[tuple[str, str]] = set()
     imports: Sequence[_Import] = ()
     unbound: list[str] = []
+    whole = False
 
     def offer(chunk: ContextChunk, base: float, mention: float = _MENTION) -> None:
         if chunk.path == path or not chunk.text.strip():
@@ -388,17 +389,23 @@ def gather_context(
             continue
         chunks.append(chunk)
     chunks = chunks[:max_chunks]
-    if unbound:  # not shown to the model: it guides the import line (``fimble.completion.engine.guide``)
-        try:
+    # Not shown to the model: the choices guide the import line (``fimble.completion.engine.guide``).
+    # Names the file uses unbound want an import; a barrel file's rows, the next re-export.
+    try:
+        if unbound:
             if js:
                 choices = js_imports.import_choices(index, path, lines, unbound)
             else:
                 choices = import_choices(index, path, unbound, imports, _listing(lines, line))
-        except Exception:
-            log.debug("import choices for %s failed", path, exc_info=True)
+        elif js and whole:
+            choices = js_imports.reexport_choices(index, path, lines)
         else:
-            if choices:
-                chunks.append(ContextChunk(path, choices.as_text(), IMPORT_CHOICES))
+            choices = None
+    except Exception:
+        log.debug("import choices for %s failed", path, exc_info=True)
+    else:
+        if choices:
+            chunks.append(ContextChunk(path, choices.as_text(), IMPORT_CHOICES))
     return chunks
 
 

@@ -68,7 +68,7 @@ _STDLIB_FROM = (
     "uuid",
 )
 _STATEMENT = re.compile(r"^(?:from\s+(\S+)\s+import\s+(.+)|import\s+(\S+))$")
-_JS_STATEMENT = re.compile(r"""^import \{( ?)([^}]*?) ?\} from (['"])([^'"]+)['"](;?)$""")
+_JS_STATEMENT = re.compile(r"""^(import|export) \{( ?)([^}]*?) ?\} from (['"])([^'"]+)['"](;?)$""")
 # An import list still open before the cursor's line: ``from M import (`` with no ``)`` after it.
 _OPEN_LIST = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]*\(([^)]*)\Z", re.M)
 
@@ -85,7 +85,8 @@ class ImportChoices:
     """``from M import a, b`` for each module M and the missing names it can give; ``import X``
     for each X in ``plain``. With ``language`` "js": ``import { a, b } from 'M';`` instead,
     written with the file's ``quote``, ``semicolon`` and ``spaced`` braces
-    (``fimble.completion.context.js_imports``)."""
+    (``fimble.completion.context.js_imports``); with ``keyword`` "export", a barrel file's
+    re-exports: ``export { a } from 'M';``."""
 
     modules: dict[str, tuple[str, ...]] = field(default_factory=dict)
     plain: tuple[str, ...] = ()
@@ -93,12 +94,14 @@ class ImportChoices:
     quote: str = "'"
     semicolon: bool = True
     spaced: bool = True
+    keyword: str = "import"
 
     def __bool__(self) -> bool:
         return bool(self.modules or self.plain)
 
     def js_head(self, type_only: bool = False) -> str:
-        return ("import type {" if type_only else "import {") + (" " if self.spaced else "")
+        opening = f"{self.keyword} type {{" if type_only else f"{self.keyword} {{"
+        return opening + (" " if self.spaced else "")
 
     def js_tail(self, module: str) -> str:
         """What follows the names: `` } from './m';``."""
@@ -119,10 +122,17 @@ class ImportChoices:
         js = [m for line in text.splitlines() if (m := _JS_STATEMENT.match(line.strip()))]
         if js:
             for m in js:
-                modules[m.group(4)] = tuple(n.strip() for n in m.group(2).split(",") if n.strip())
+                modules[m.group(5)] = tuple(n.strip() for n in m.group(3).split(",") if n.strip())
             first = js[0]
-            quote, semicolon, spaced = first.group(3), bool(first.group(5)), bool(first.group(1))
-            return cls(modules, language="js", quote=quote, semicolon=semicolon, spaced=spaced)
+            quote, semicolon, spaced = first.group(4), bool(first.group(6)), bool(first.group(2))
+            return cls(
+                modules,
+                language="js",
+                quote=quote,
+                semicolon=semicolon,
+                spaced=spaced,
+                keyword=first.group(1),
+            )
         for line in text.splitlines():
             m = _STATEMENT.match(line.strip())
             if m is None:

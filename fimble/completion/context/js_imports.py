@@ -29,6 +29,7 @@ __all__ = [
     "import_rows",
     "imported_names",
     "is_js",
+    "reexport_choices",
     "unbound_names",
 ]
 
@@ -77,6 +78,15 @@ _BRACED = re.compile(r"\{([^}]*)\}")
 _DEFAULT = re.compile(rf"^\s*import\s+(?:type\s+)?({_IDENT})\s*(?:,|\s+from\b)")
 _NAMESPACE = re.compile(rf"\*\s*as\s+({_IDENT})")
 _SPEC = re.compile(r"""\bfrom\s*(['"])([^'"]+)\1(;?)""")
+_REEXPORT = re.compile(
+    r"""^\s*export\s+(?:type\s+)?(?:\{([^}]*)\}|\*(?:\s+as\s+[\w$]+)?)\s*from\s*(['"])([^'"]+)\2""", re.M
+)
+_STATEMENT_START = re.compile(r"^\s*(?:import|export)\b", re.M)
+# A barrel: at least this many re-exports, and more of them than imports.
+_BARREL_MIN = 3
+_BARREL_DIRS = 16  # folders a barrel draws from that are searched for modules it does not re-export yet
+_BARREL_FILES = 160  # modules offered at most
+_BARREL_NAMES = 6  # names per module at most (the exported ones first)
 
 
 def is_js(path: str) -> bool:
@@ -198,3 +208,59 @@ def import_choices(index: Any, importer: str, lines: Sequence[str], unbound: Seq
     return ImportChoices(
         {m: tuple(ns) for m, ns in modules.items()}, language="js", quote=quote, semicolon=semi, spaced=spaced
     )
+
+
+def reexport_choices(index: Any, barrel: str, lines: Sequence[str]) -> ImportChoices:
+    """``export { a } from './m';`` for the modules a barrel file (``index.ts``: mostly
+    ``export ... from`` rows) does not re-export yet, from the folders it already re-exports from,
+    each with its top-level names (exported first); the file's style. Not a barrel: no choices.
+
+    The line being written in a barrel is most often the next module's re-export (rxjs's
+    ``export { pairs } from './internal/observable/pairs';``): the 1.5B model otherwise writes one
+    that is already there or a module that does not exist."""
+    if not is_js(barrel):
+        return ImportChoices()
+    rows = import_rows(lines)
+    text = "\n".join(lines[r] for r in sorted(rows) if r < len(lines))
+    found = list(_REEXPORT.finditer(text))
+    if len(found) < _BARREL_MIN or 2 * len(found) <= len(_STATEMENT_START.findall(text)):
+        return ImportChoices()
+    exported: set[str] = set()
+    specs: set[str] = set()
+    folders: dict[str, int] = {}
+    here = posixpath.dirname(barrel)
+    for m in found:
+        specs.add(m.group(3))
+        for item in (m.group(1) or "").split(","):
+            words = item.split()
+            if words:
+                exported.add(words[-1])
+        if m.group(3).startswith("."):
+            folder = posixpath.dirname(posixpath.normpath(posixpath.join(here, m.group(3))))
+            folder = "" if folder == "." else folder
+            folders[folder] = folders.get(folder, 0) + 1
+    modules: dict[str, tuple[str, ...]] = {}
+    for folder in sorted(folders, key=lambda f: -folders[f])[:_BARREL_DIRS]:
+        try:
+            files = index.files_in(folder)
+        except Exception:
+            log.debug("files_in(%s) failed", folder, exc_info=True)
+            continue
+        for path in files:
+            spec = module_spec(barrel, path) if path != barrel and is_js(path) else None
+            if spec is None or spec in specs or spec in modules or len(modules) >= _BARREL_FILES:
+                continue
+            try:
+                defs = [d for d in index.file_outline(path) if not d.scope and d.name not in exported]
+            except Exception:
+                log.debug("file_outline(%s) failed", path, exc_info=True)
+                continue
+            names = list(
+                dict.fromkeys(
+                    d.name for d in sorted(defs, key=lambda d: not d.signature.startswith("export"))
+                )
+            )
+            if names:
+                modules[spec] = tuple(names[:_BARREL_NAMES])
+    quote, semi, spaced = _style(lines, rows)
+    return ImportChoices(modules, language="js", quote=quote, semicolon=semi, spaced=spaced, keyword="export")

@@ -119,7 +119,8 @@ class ImportGuide:
 
 class JsImportGuide(ImportGuide):
     """The same for JavaScript and TypeScript: ``import { a, b } from './m';`` (or ``import type``),
-    names first, in the file's style (see ``ImportChoices``); no open lists."""
+    names first, in the file's style (see ``ImportChoices``), and a barrel file's ``export { a }
+    from './m';`` re-exports; no open lists."""
 
     def _split(self, line: str) -> tuple[str, str] | None:
         """(what follows the statement's head, the head) of a line past the head, None before it."""
@@ -166,7 +167,7 @@ class JsImportGuide(ImportGuide):
         return False
 
     def committed(self, line: str) -> bool:
-        return line.startswith("import ")
+        return line.startswith(self.choices.keyword + " ")
 
     def _more(self, line: str) -> bool:
         """The names listed so far all come from a module that gives other missing names too."""
