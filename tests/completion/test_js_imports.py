@@ -222,6 +222,12 @@ def test_a_barrel_is_offered_the_modules_it_does_not_re_export_yet() -> None:
     }
     assert "export { pairs } from './internal/observable/pairs';" in choices.as_text().splitlines()
     assert ImportChoices.from_text(choices.as_text()) == choices
+    # Between ``merge`` and ``race`` (sorted rows), only what sorts between them: ``pairs``.
+    assert reexport_choices(index, "index.ts", BARREL, 3).modules == {
+        "./internal/observable/pairs": ("pairs",)
+    }
+    unsorted = [BARREL[0], BARREL[4], "", BARREL[2], *BARREL[5:]]
+    assert len(reexport_choices(index, "index.ts", unsorted, 2).modules) == 3  # all
     # Not a barrel: imports outnumber re-exports, or too few of them.
     assert not reexport_choices(index, "index.ts", [*BARREL[:3], *HEAD[:1] * 3])
     assert not reexport_choices(index, "index.py", BARREL)
@@ -235,6 +241,9 @@ def test_the_guide_holds_a_barrel_line_to_a_module_not_re_exported_yet() -> None
     assert g.finished("export { pairs } from './internal/observable/pairs';")
     assert g.pick("export { ", [(0, "merge", 6.0), (1, "pairs", 4.0)]) == 1
     assert not JsImportGuide(choices).committed("import { ")
+    # The module a barrel lacks is one the model does not expect: its guide looks far down the
+    # ranking and holds the line against a strong preference (a row the file already has).
+    assert g.breadth > JsImportGuide(CHOICES).breadth and g.margin > JsImportGuide(CHOICES).margin
 
 
 def test_on_a_real_index_a_barrel_line_gets_the_modules_not_re_exported_yet(

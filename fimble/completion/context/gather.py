@@ -224,6 +224,8 @@ _VARIABLES = frozenset({"variable", "constant"})
 # Among the imports, the definition of a name the file uses but does not import yet: precisely what
 # the import being written is for, so it outranks whole-module outlines that mention many names.
 _UNBOUND = 12.0
+# A barrel's modules not re-exported yet are shown when there are at most this many.
+_BARREL_SHOWN = 4
 
 
 def gather_context(
@@ -308,6 +310,18 @@ def gather_context(
         log.debug("imports_of(%s) failed", path, exc_info=True)
     for d, name, text_of in unbound_definitions(index, path, unbound, seen_paths_defs, source):
         offer(ContextChunk(d.path, text_of, f"defines {name}, used in this file but not imported"), _UNBOUND)
+    barrel: dict[str, tuple[str, tuple[str, ...]]] = {}
+    if js and whole and not unbound:
+        try:
+            barrel = js_imports.reexport_candidates(index, path, lines, line)
+            # A few modules the barrel lacks (the sorted rows around the cursor narrow them down):
+            # shown, since the model cannot write a module it has never seen, guide or not.
+            few = list(barrel.values()) if len(barrel) <= _BARREL_SHOWN else []
+            for target, names in few:
+                shown = render_outline(index.file_outline(target), set(names), brief=True, source=source)
+                offer(ContextChunk(target, shown, f"not re-exported yet: {', '.join(names)}"), _UNBOUND)
+        except Exception:
+            log.debug("re-export candidates for %s failed", path, exc_info=True)
     try:
         reach = reachable(index, path, imports)
     except Exception:
@@ -397,8 +411,8 @@ def gather_context(
                 choices = js_imports.import_choices(index, path, lines, unbound)
             else:
                 choices = import_choices(index, path, unbound, imports, _listing(lines, line))
-        elif js and whole:
-            choices = js_imports.reexport_choices(index, path, lines)
+        elif barrel:
+            choices = js_imports.barrel_choices(barrel, lines)
         else:
             choices = None
     except Exception:

@@ -24,11 +24,13 @@ from fimble.completion.context.unbound import statement_rows
 from fimble.indexer.languages import detect_language
 
 __all__ = [
+    "barrel_choices",
     "code_only",
     "import_choices",
     "import_rows",
     "imported_names",
     "is_js",
+    "reexport_candidates",
     "reexport_choices",
     "unbound_names",
 ]
@@ -210,21 +212,43 @@ def import_choices(index: Any, importer: str, lines: Sequence[str], unbound: Seq
     )
 
 
-def reexport_choices(index: Any, barrel: str, lines: Sequence[str]) -> ImportChoices:
-    """``export { a } from './m';`` for the modules a barrel file (``index.ts``: mostly
-    ``export ... from`` rows) does not re-export yet, from the folders it already re-exports from,
-    each with its top-level names (exported first); the file's style. Not a barrel: no choices.
+def _between(lines: Sequence[str], rows: set[int], line: int) -> tuple[str, str] | None:
+    """The first names re-exported on the nearest rows above and below ``line`` when they are in
+    order (case aside): a sorted barrel's next row names something between them."""
+
+    def first_name(step: int) -> str | None:
+        row = line + step
+        while 0 <= row < len(lines) and (row in rows or not lines[row].strip()):
+            if m := _REEXPORT.match(lines[row]):
+                words = (m.group(1) or "").replace(",", " ").split()
+                return words[-1] if len(words) == 1 else (words[0] if words else None)
+            row += step
+        return None
+
+    above, below = first_name(-1), first_name(1)
+    if above and below and above.lower() < below.lower():
+        return above.lower(), below.lower()
+    return None
+
+
+def reexport_candidates(
+    index: Any, barrel: str, lines: Sequence[str], line: int | None = None
+) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """The modules a barrel file (``index.ts``: mostly ``export ... from`` rows) does not
+    re-export yet, from the folders it already re-exports from: specifier -> (workspace path, its
+    top-level names, exported first). Not a barrel: none. When the rows around the cursor's
+    ``line`` are sorted by name, only names that sort between them count (when there are some).
 
     The line being written in a barrel is most often the next module's re-export (rxjs's
-    ``export { pairs } from './internal/observable/pairs';``): the 1.5B model otherwise writes one
-    that is already there or a module that does not exist."""
+    ``export { pairs } from './internal/observable/pairs';``): the 1.5B model, which cannot know
+    that module exists, otherwise writes a row that is already there."""
     if not is_js(barrel):
-        return ImportChoices()
+        return {}
     rows = import_rows(lines)
     text = "\n".join(lines[r] for r in sorted(rows) if r < len(lines))
     found = list(_REEXPORT.finditer(text))
     if len(found) < _BARREL_MIN or 2 * len(found) <= len(_STATEMENT_START.findall(text)):
-        return ImportChoices()
+        return {}
     exported: set[str] = set()
     specs: set[str] = set()
     folders: dict[str, int] = {}
@@ -239,7 +263,7 @@ def reexport_choices(index: Any, barrel: str, lines: Sequence[str]) -> ImportCho
             folder = posixpath.dirname(posixpath.normpath(posixpath.join(here, m.group(3))))
             folder = "" if folder == "." else folder
             folders[folder] = folders.get(folder, 0) + 1
-    modules: dict[str, tuple[str, ...]] = {}
+    modules: dict[str, tuple[str, tuple[str, ...]]] = {}
     for folder in sorted(folders, key=lambda f: -folders[f])[:_BARREL_DIRS]:
         try:
             files = index.files_in(folder)
@@ -255,12 +279,25 @@ def reexport_choices(index: Any, barrel: str, lines: Sequence[str]) -> ImportCho
             except Exception:
                 log.debug("file_outline(%s) failed", path, exc_info=True)
                 continue
-            names = list(
-                dict.fromkeys(
-                    d.name for d in sorted(defs, key=lambda d: not d.signature.startswith("export"))
-                )
-            )
+            ranked = sorted(defs, key=lambda d: not d.signature.startswith("export"))
+            names = tuple(dict.fromkeys(d.name for d in ranked))[:_BARREL_NAMES]
             if names:
-                modules[spec] = tuple(names[:_BARREL_NAMES])
-    quote, semi, spaced = _style(lines, rows)
+                modules[spec] = (path, names)
+    span = _between(lines, rows, line) if line is not None else None
+    if span is not None:
+        lo, hi = span
+        inside = {m: (p, tuple(n for n in ns if lo < n.lower() < hi)) for m, (p, ns) in modules.items()}
+        modules = {m: found for m, found in inside.items() if found[1]} or modules
+    return modules
+
+
+def barrel_choices(candidates: dict[str, tuple[str, tuple[str, ...]]], lines: Sequence[str]) -> ImportChoices:
+    """``export { a } from './m';`` for each of ``reexport_candidates``, in the file's style."""
+    quote, semi, spaced = _style(lines, import_rows(lines))
+    modules = {spec: names for spec, (_, names) in candidates.items()}
     return ImportChoices(modules, language="js", quote=quote, semicolon=semi, spaced=spaced, keyword="export")
+
+
+def reexport_choices(index: Any, barrel: str, lines: Sequence[str], line: int | None = None) -> ImportChoices:
+    """``barrel_choices`` of ``reexport_candidates``."""
+    return barrel_choices(reexport_candidates(index, barrel, lines, line), lines)

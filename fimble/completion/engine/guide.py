@@ -27,6 +27,16 @@ __all__ = ["Guide", "ImportGuide", "JsImportGuide", "import_guide"]
 # How much less likely (natural log of odds, ~e^-5 = 0.7%) a token that keeps the import workable
 # may be than the model's own choice and still be taken instead.
 MARGIN = 5.0
+# A barrel's re-export: what the model prefers outside the choices is almost always a row the file
+# already has (a duplicate export, a compile error) or a module that does not exist, so the guide
+# holds the line against a far stronger preference (rxjs's index.ts: ``pipe``, re-exported further
+# down, over the missing ``pairs``).
+EXPORT_MARGIN = 12.0
+# How many of the model's best next tokens a guide chooses among. A barrel's guide looks much
+# further: the module it lacks is one the model has no reason to expect (``pairs`` came after 24
+# names of modules the file already re-exports).
+BREADTH = 24
+EXPORT_BREADTH = 1024
 _NAMES_SEP = re.compile(r",\s*")
 
 
@@ -51,6 +61,7 @@ class ImportGuide:
         self.margin = margin
         self.within = within  # the module of the open ``from M import (`` list the line is in
         self.released = False
+        self.breadth = EXPORT_BREADTH if choices.keyword == "export" else BREADTH
 
     def _names_fit(self, names: tuple[str, ...], listed: str, *, whole: bool) -> bool:
         """``listed`` ("a, b, c") names distinct members of ``names``; the last one may be
@@ -205,7 +216,7 @@ def import_guide(choices: ImportChoices | None, prefix: str) -> ImportGuide | No
     start = prefix.rfind("\n") + 1
     typed = prefix[start:].lstrip()
     if choices.language == "js":
-        js = JsImportGuide(choices, typed)
+        js = JsImportGuide(choices, typed, margin=EXPORT_MARGIN if choices.keyword == "export" else MARGIN)
         return js if js.viable(typed) else None
     within = open_list(prefix[max(0, start - 4000) : start])
     if within is not None and within not in choices.modules:
