@@ -61,6 +61,57 @@ class _Positions:
         return RawPrompt(text[:offset], text[offset:], fim=True, path=rel, files=files)
 
 
+class _Width(click.ParamType):
+    """``auto`` (0 here: chosen by ``_auto_width``) or a width from 1 to ``MAX_WIDTH``."""
+
+    name = "auto|1-254"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int) or str(value).strip().lower() != "auto":
+            try:
+                width = int(value)
+            except (TypeError, ValueError):
+                self.fail(f"{value!r} is neither 'auto' nor a number", param, ctx)
+            if not 1 <= width <= MAX_WIDTH:
+                self.fail(f"{width} is not in the range 1<=x<={MAX_WIDTH}", param, ctx)
+            return width
+        return 0
+
+
+def _auto_width(model: str | None, threads: int, requests: int | None, quiet: bool) -> int:
+    """The width for ``requests`` requests (None: not known yet) on this machine: the throughput
+    curve's knee within the KV memory available (``fimble.batch.width``). The curve is measured on
+    the first run here (about a minute for the 1.5B model on 2 cores) and kept."""
+    from fimble.batch.width import PROBE_WIDTHS, Measured, cached_curve, choose_width, measure_curve
+    from fimble.completion.engine.config import default_threads
+    from fimble.completion.engine.loading import load_engine
+    from fimble.models import cpu_path, registry, store
+
+    path = store.resolve(model or registry.default_name())
+    nthreads = threads or default_threads()
+    show = not quiet and sys.stderr.isatty()
+
+    def measure() -> Measured:
+        if not quiet:
+            click.echo("measuring batch throughput on this machine (once per model and CPU)", err=True)
+        probe = load_engine(model, threads=threads, n_ctx=4096, batch_slots=max(PROBE_WIDTHS))
+        bar = click.progressbar(length=len(PROBE_WIDTHS), label="widths", file=sys.stderr)
+        try:
+            with bar if show else contextlib.nullcontext():
+                curve = measure_curve(probe, on_width=lambda _w: bar.update(1) if show else None)
+            return Measured(curve, probe.model.kv_bytes_per_cell)
+        finally:
+            probe.close()
+
+    measured = cached_curve(cpu_path.probe_key(path), nthreads, measure)
+    choice = choose_width(
+        measured.curve, MAX_WIDTH if requests is None else requests, measured.bytes_per_cell, most=MAX_WIDTH
+    )
+    if not quiet:
+        click.echo(choice.reason(), err=True)
+    return choice.width
+
+
 def _engine(model: str | None, threads: int, width: int) -> Any:
     from fimble.completion.engine.loading import load_engine
 
@@ -82,6 +133,8 @@ def _run_docstrings(
     """The --docstrings run: the diff to stdout or ``output``; the files only with ``write``."""
     from fimble.batch.docstrings import run_docstrings
 
+    if width == 0:
+        width = _auto_width(model, threads, None, quiet)
     engine = _engine(model, threads, width)
     show = not quiet and sys.stderr.isatty()
     try:
@@ -143,10 +196,11 @@ def _run_docstrings(
 @click.option(
     "--width",
     "-w",
-    default=1,
+    default="auto",
     show_default=True,
-    type=click.IntRange(1, MAX_WIDTH),
-    help="Requests decoded together, one KV sequence each (1: one at a time).",
+    type=_Width(),
+    help="Requests decoded together, one KV sequence each (1: one at a time; auto: where this "
+    "machine's measured decode throughput stops growing, within the memory available).",
 )
 @click.option("--model", "-m", default=None, help="Model name from `fimble models list`, or a .gguf path.")
 @click.option(
@@ -212,6 +266,8 @@ def batch(
     finally:
         if source is not sys.stdin:
             source.close()
+    if width == 0:
+        width = _auto_width(model, threads, len(items), quiet)
     engine = _engine(model, threads, width)
     show = not quiet and sys.stderr.isatty()
     try:

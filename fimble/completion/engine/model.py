@@ -199,6 +199,14 @@ class Model:
         logits[best] = top
         return best, top - second
 
+    @property
+    def kv_bytes_per_cell(self) -> int:
+        """Bytes one KV cell (one token of one sequence) takes over all layers, K and V in f16:
+        what a batch's width costs in memory (``fimble.batch.width``)."""
+        ll, m = self.ll, self.model
+        head_dim = ll.llama_model_n_embd(m) // max(1, ll.llama_model_n_head(m))
+        return 2 * 2 * ll.llama_model_n_layer(m) * ll.llama_model_n_head_kv(m) * head_dim
+
     def close(self) -> None:
         if self.ctx:
             self.ll.llama_free(self.ctx)
