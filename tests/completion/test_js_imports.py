@@ -15,7 +15,7 @@ from fimble.completion.context.js_imports import (
     reexport_choices,
     unbound_names,
 )
-from fimble.completion.engine.guide import JsImportGuide, import_guide
+from fimble.completion.engine.guide import ImportGuide, JsImportGuide, import_guide
 from fimble.indexer.types import Definition, Span
 
 HEAD = [
@@ -241,9 +241,10 @@ def test_the_guide_holds_a_barrel_line_to_a_module_not_re_exported_yet() -> None
     assert g.finished("export { pairs } from './internal/observable/pairs';")
     assert g.pick("export { ", [(0, "merge", 6.0), (1, "pairs", 4.0)]) == 1
     assert not JsImportGuide(choices).committed("import { ")
-    # The module a barrel lacks is one the model does not expect: its guide looks far down the
-    # ranking and holds the line against a strong preference (a row the file already has).
-    assert g.breadth > JsImportGuide(CHOICES).breadth and g.margin > JsImportGuide(CHOICES).margin
+    # The module a barrel lacks is one the model does not expect: its guide holds the line against
+    # a strong preference (a row the file already has); JS guides look far down the ranking.
+    assert g.margin > JsImportGuide(CHOICES).margin
+    assert g.breadth == JsImportGuide(CHOICES).breadth > ImportGuide(ImportChoices({"m": ("a",)})).breadth
 
 
 def test_on_a_real_index_a_barrel_line_gets_the_modules_not_re_exported_yet(
