@@ -113,10 +113,11 @@ def _auto_width(model: str | None, threads: int, requests: int | None, quiet: bo
 
 
 def _engine(model: str | None, threads: int, width: int) -> Any:
+    from fimble.batch.width import CELLS_PER_SEQ
     from fimble.completion.engine.loading import load_engine
 
     # Each batch slot may hold a prompt and its answer; the KV cells are shared by all (unified).
-    n_ctx = 4096 if width == 1 else min(32768, max(4096, 1024 * width))
+    n_ctx = 4096 if width == 1 else min(32768, max(4096, CELLS_PER_SEQ * width))
     return load_engine(model, threads=threads, n_ctx=n_ctx, batch_slots=0 if width == 1 else width)
 
 

@@ -148,10 +148,9 @@ class Decoder:
     def argmax(self) -> int:
         return int(self.model.logits(-1).argmax())
 
-    def guided(self, guide: Guide, text: str, k: int = 24) -> int:
-        """The guide's pick among the model's ``k`` best next tokens (by logit; the guide's own
-        ``breadth`` when it has one)."""
-        k = getattr(guide, "breadth", k)
+    def guided(self, guide: Guide, text: str) -> int:
+        """The guide's pick among the model's ``guide.breadth`` best next tokens (by logit)."""
+        k = guide.breadth
         np = self.model.np
         logits = self.model.logits(-1)
         top = np.argpartition(logits, -k)[-k:]

@@ -44,6 +44,7 @@ _NAMES_SEP = re.compile(r",\s*")
 
 class Guide(Protocol):
     released: bool  # stepped aside: the model chose freely from then on
+    breadth: int  # how many of the model's best next tokens ``pick`` is shown
 
     def pick(self, text: str, ranked: Sequence[tuple[int, str, float]]) -> int:
         """The next token after the generated ``text``, given the model's best (token, piece,
