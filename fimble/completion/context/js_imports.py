@@ -31,7 +31,6 @@ __all__ = [
     "imported_names",
     "is_js",
     "reexport_candidates",
-    "reexport_choices",
     "unbound_names",
 ]
 
@@ -83,7 +82,7 @@ _SPEC = re.compile(r"""\bfrom\s*(['"])([^'"]+)\1(;?)""")
 _REEXPORT = re.compile(
     r"""^\s*export\s+(?:type\s+)?(?:\{([^}]*)\}|\*(?:\s+as\s+[\w$]+)?)\s*from\s*(['"])([^'"]+)\2""", re.M
 )
-_STATEMENT_START = re.compile(r"^\s*(?:import|export)\b", re.M)
+_STATEMENT_START = re.compile(r"(?=^\s*(?:import|export)\b)", re.M)  # where each statement begins
 # A barrel: at least this many re-exports, and more of them than imports.
 _BARREL_MIN = 3
 _BARREL_DIRS = 16  # folders a barrel draws from that are searched for modules it does not re-export yet
@@ -112,7 +111,7 @@ def imported_names(lines: Sequence[str], rows: set[int]) -> set[str]:
     ``* as ns`` bind theirs), read from the buffer: newer than the index's copy of the file."""
     text = "\n".join(lines[r] for r in sorted(rows) if r < len(lines))
     out: set[str] = set()
-    for statement in re.split(r"(?=^\s*(?:import|export)\b)", text, flags=re.M):
+    for statement in _STATEMENT_START.split(text):
         if not statement.strip().startswith("import"):
             continue  # a re-export binds nothing here
         if m := _DEFAULT.match(statement):
@@ -221,7 +220,7 @@ def _between(lines: Sequence[str], rows: set[int], line: int) -> tuple[str, str]
         while 0 <= row < len(lines) and (row in rows or not lines[row].strip()):
             if m := _REEXPORT.match(lines[row]):
                 words = (m.group(1) or "").replace(",", " ").split()
-                return words[-1] if len(words) == 1 else (words[0] if words else None)
+                return words[0] if words else None
             row += step
         return None
 
@@ -296,8 +295,3 @@ def barrel_choices(candidates: dict[str, tuple[str, tuple[str, ...]]], lines: Se
     quote, semi, spaced = _style(lines, import_rows(lines))
     modules = {spec: names for spec, (_, names) in candidates.items()}
     return ImportChoices(modules, language="js", quote=quote, semicolon=semi, spaced=spaced, keyword="export")
-
-
-def reexport_choices(index: Any, barrel: str, lines: Sequence[str], line: int | None = None) -> ImportChoices:
-    """``barrel_choices`` of ``reexport_candidates``."""
-    return barrel_choices(reexport_candidates(index, barrel, lines, line), lines)
