@@ -10,6 +10,7 @@ import pytest
 
 from fimble.completion.context.imports import IMPORT_CHOICES, ImportChoices, import_choices, split_choices
 from fimble.indexer.types import Definition, Span
+from tests.real_index import gather_on_disk
 
 
 def _def(path: str, name: str, scope: str = "") -> Definition:
@@ -136,19 +137,12 @@ def test_on_a_real_index_the_gatherer_hands_on_the_choices_last(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Real tree-sitter and LMDB: a src-layout package whose module uses a class from a sibling."""
-    from fimble.completion.context.gather import gather_context
-    from fimble.indexer import IndexConfig, WorkspaceIndex
-
-    monkeypatch.setenv("FIMBLE_HOME", str(tmp_path / "home"))
-    root = tmp_path / "ws"
-    (root / "src" / "pkg").mkdir(parents=True)
-    (root / "src" / "pkg" / "__init__.py").write_text("from .cache import Bucket\n")
-    (root / "src" / "pkg" / "cache.py").write_text("class Bucket:\n    def fill(self) -> None: ...\n")
-    text = "import os\n\n\ndef new() -> Bucket:\n    return Bucket()\n"
-    (root / "src" / "pkg" / "env.py").write_text(text)
-    with WorkspaceIndex.open(root, IndexConfig(workers=0)) as index:
-        index.build()
-        chunks = gather_context(index, "src/pkg/env.py", text, 1)
+    files = {
+        "src/pkg/__init__.py": "from .cache import Bucket\n",
+        "src/pkg/cache.py": "class Bucket:\n    def fill(self) -> None: ...\n",
+        "src/pkg/env.py": "import os\n\n\ndef new() -> Bucket:\n    return Bucket()\n",
+    }
+    chunks = gather_on_disk(tmp_path, monkeypatch, files, "src/pkg/env.py", 1)
     assert chunks[-1].reason == IMPORT_CHOICES and chunks[-1].path == "src/pkg/env.py"
     assert ImportChoices.from_text(chunks[-1].text).modules == {
         ".cache": ("Bucket",),
@@ -163,23 +157,16 @@ def test_on_a_real_index_an_open_list_of_a_re_importing_module_gets_its_names(
 ) -> None:
     """Real tree-sitter and LMDB, requests' layout: ``compat`` takes ``Morsel`` from the standard
     library, and a test lists it among ``from pkg.compat import (...)``."""
-    from fimble.completion.context.gather import gather_context
     from fimble.completion.engine.guide import import_guide
-    from fimble.indexer import IndexConfig, WorkspaceIndex
 
-    monkeypatch.setenv("FIMBLE_HOME", str(tmp_path / "home"))
-    root = tmp_path / "ws"
-    (root / "src" / "pkg").mkdir(parents=True)
-    (root / "tests").mkdir()
-    (root / "src" / "pkg" / "__init__.py").write_text("")
-    compat = "from http.cookies import Morsel\nbasestring = (str, bytes)\n"
-    (root / "src" / "pkg" / "compat.py").write_text(compat)
     head = "from pkg.compat import (\n    \n    basestring,\n)\n\n\n"
     text = head + "def test_m():\n    assert Morsel(basestring)\n"
-    (root / "tests" / "test_compat.py").write_text(text)
-    with WorkspaceIndex.open(root, IndexConfig(workers=0)) as index:
-        index.build()
-        chunks = gather_context(index, "tests/test_compat.py", text, 1)
+    files = {
+        "src/pkg/__init__.py": "",
+        "src/pkg/compat.py": "from http.cookies import Morsel\nbasestring = (str, bytes)\n",
+        "tests/test_compat.py": text,
+    }
+    chunks = gather_on_disk(tmp_path, monkeypatch, files, "tests/test_compat.py", 1)
     choices, _ = split_choices([c.as_tuple() for c in chunks])
     assert choices is not None and choices.modules["pkg.compat"] == ("Morsel",)
     guide = import_guide(choices, text[: text.index("\n    \n") + 5])

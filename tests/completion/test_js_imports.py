@@ -8,15 +8,17 @@ import pytest
 
 from fimble.completion.context.imports import IMPORT_CHOICES, ImportChoices, split_choices
 from fimble.completion.context.js_imports import (
+    barrel_choices,
     import_choices,
     import_rows,
     imported_names,
     module_spec,
-    reexport_choices,
+    reexport_candidates,
     unbound_names,
 )
 from fimble.completion.engine.guide import ImportGuide, JsImportGuide, import_guide
 from fimble.indexer.types import Definition, Span
+from tests.real_index import gather_on_disk
 
 HEAD = [
     "import { asyncScheduler } from '../scheduler/async';",
@@ -153,25 +155,16 @@ def test_on_a_real_index_a_typescript_import_line_gets_its_choices(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Real tree-sitter and LMDB, rxjs's layout: an operator uses ``operate`` with its import blanked."""
-    from fimble.completion.context.gather import gather_context
-    from fimble.indexer import IndexConfig, WorkspaceIndex
-
-    monkeypatch.setenv("FIMBLE_HOME", str(tmp_path / "home"))
-    root = tmp_path / "ws"
-    (root / "src" / "util").mkdir(parents=True)
-    (root / "src" / "operators").mkdir()
-    (root / "src" / "util" / "lift.ts").write_text(
-        "export function operate<T>(init: T): T {\n  return init;\n}\n"
-    )
-    (root / "src" / "types.ts").write_text("export interface SchedulerLike {\n  now(): number;\n}\n")
     text = (
         "import { SchedulerLike } from '../types';\n\n\n"
         "export function timeInterval(scheduler: SchedulerLike) {\n  return operate(scheduler);\n}\n"
     )
-    (root / "src" / "operators" / "timeInterval.ts").write_text(text)
-    with WorkspaceIndex.open(root, IndexConfig(workers=0)) as index:
-        index.build()
-        chunks = gather_context(index, "src/operators/timeInterval.ts", text, 1)
+    files = {
+        "src/util/lift.ts": "export function operate<T>(init: T): T {\n  return init;\n}\n",
+        "src/types.ts": "export interface SchedulerLike {\n  now(): number;\n}\n",
+        "src/operators/timeInterval.ts": text,
+    }
+    chunks = gather_on_disk(tmp_path, monkeypatch, files, "src/operators/timeInterval.ts", 1)
     assert chunks[-1].reason == IMPORT_CHOICES
     choices, rest = split_choices([c.as_tuple() for c in chunks])
     assert choices is not None and choices.modules == {"../util/lift": ("operate",)}
@@ -214,23 +207,23 @@ def test_a_barrel_is_offered_the_modules_it_does_not_re_export_yet() -> None:
             _def("internal/observable/notes.py", "pairs_py"),  # not JavaScript
         ]
     )
-    choices = reexport_choices(index, "index.ts", BARREL)
-    assert choices.keyword == "export"
-    assert choices.modules == {
-        "./internal/Scheduler": ("Scheduler",),
-        "./internal/observable/pairs": ("pairs",),
+    candidates = reexport_candidates(index, "index.ts", BARREL)
+    assert candidates == {
+        "./internal/Scheduler": ("internal/Scheduler.ts", ("Scheduler",)),
+        "./internal/observable/pairs": ("internal/observable/pairs.ts", ("pairs",)),
     }
+    choices = barrel_choices(candidates, BARREL)
+    assert choices.keyword == "export"
+    assert choices.modules == {spec: names for spec, (_, names) in candidates.items()}
     assert "export { pairs } from './internal/observable/pairs';" in choices.as_text().splitlines()
     assert ImportChoices.from_text(choices.as_text()) == choices
     # Between ``merge`` and ``race`` (sorted rows), only what sorts between them: ``pairs``.
-    assert reexport_choices(index, "index.ts", BARREL, 3).modules == {
-        "./internal/observable/pairs": ("pairs",)
-    }
+    assert list(reexport_candidates(index, "index.ts", BARREL, 3)) == ["./internal/observable/pairs"]
     unsorted = [BARREL[0], BARREL[4], "", BARREL[2], *BARREL[5:]]
-    assert len(reexport_choices(index, "index.ts", unsorted, 2).modules) == 3  # all
+    assert len(reexport_candidates(index, "index.ts", unsorted, 2)) == 3  # all
     # Not a barrel: imports outnumber re-exports, or too few of them.
-    assert not reexport_choices(index, "index.ts", [*BARREL[:3], *HEAD[:1] * 3])
-    assert not reexport_choices(index, "index.py", BARREL)
+    assert reexport_candidates(index, "index.ts", [*BARREL[:3], *HEAD[:1] * 3]) == {}
+    assert reexport_candidates(index, "index.py", BARREL) == {}
 
 
 def test_the_guide_holds_a_barrel_line_to_a_module_not_re_exported_yet() -> None:
@@ -251,21 +244,12 @@ def test_on_a_real_index_a_barrel_line_gets_the_modules_not_re_exported_yet(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Real tree-sitter and LMDB: rxjs's ``index.ts`` with one re-export blanked."""
-    from fimble.completion.context.gather import gather_context
-    from fimble.indexer import IndexConfig, WorkspaceIndex
-
-    monkeypatch.setenv("FIMBLE_HOME", str(tmp_path / "home"))
-    root = tmp_path / "ws"
-    (root / "internal" / "observable").mkdir(parents=True)
-    for name in ("merge", "pairs", "race", "zip"):
-        (root / "internal" / "observable" / f"{name}.ts").write_text(f"export function {name}() {{}}\n")
-    rows = [f"export {{ {n} }} from './internal/observable/{n}';" for n in ("merge", "pairs", "race", "zip")]
+    names = ("merge", "pairs", "race", "zip")
+    files = {f"internal/observable/{n}.ts": f"export function {n}() {{}}\n" for n in names}
+    rows = [f"export {{ {n} }} from './internal/observable/{n}';" for n in names]
     rows[1] = ""
     text = "\n".join(["/* Observable */", *rows, ""])
-    (root / "index.ts").write_text(text)
-    with WorkspaceIndex.open(root, IndexConfig(workers=0)) as index:
-        index.build()
-        chunks = gather_context(index, "index.ts", text, 2)
+    chunks = gather_on_disk(tmp_path, monkeypatch, files | {"index.ts": text}, "index.ts", 2)
     choices, _ = split_choices([c.as_tuple() for c in chunks])
     assert choices is not None and choices.modules == {"./internal/observable/pairs": ("pairs",)}
     guide = import_guide(choices, "\n".join(text.split("\n")[:2]) + "\n")
