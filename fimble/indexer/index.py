@@ -253,6 +253,12 @@ class WorkspaceIndex:
         with self._snapshot() as txn:
             return reader.TxnFiles(txn, self._store.db).in_dir(rel_dir.strip("/"))
 
+    def folders_in(self, rel_dir: str) -> list[str]:
+        """The workspace folders directly in ``rel_dir`` that hold indexed files: what an ES import
+        can name as a directory (its ``index`` module) beside the files of ``files_in``."""
+        with self._snapshot() as txn:
+            return reader.TxnFiles(txn, self._store.db).dir_entries(rel_dir.strip("/"))[1]
+
     def file_outline(self, path: str | os.PathLike[str]) -> tuple[Definition, ...]:
         """A file's definitions in source order: signatures and first doc lines, no bodies."""
         rel = self.relpath(path)

@@ -39,8 +39,13 @@ class TxnFiles:
         return self.txn.get(_b(rel), db=self.db["files"]) is not None
 
     def in_dir(self, rel_dir: str) -> list[str]:
+        return self.dir_entries(rel_dir)[0]
+
+    def dir_entries(self, rel_dir: str) -> tuple[list[str], list[str]]:
+        """(the files directly in ``rel_dir``, its subfolders holding indexed files), as paths."""
         prefix = _b(rel_dir) + b"/" if rel_dir else b""
-        out: list[str] = []
+        files: list[str] = []
+        folders: list[str] = []
         cursor = self.txn.cursor(db=self.db["files"])
         found = cursor.set_range(prefix)
         while found:
@@ -49,11 +54,12 @@ class TxnFiles:
                 break
             slash = key.find(b"/", len(prefix))
             if slash < 0:
-                out.append(key.decode("utf-8", "surrogateescape"))
+                files.append(key.decode("utf-8", "surrogateescape"))
                 found = cursor.next()
             else:  # skip the whole subdirectory: '0' sorts right after '/'
+                folders.append(key[:slash].decode("utf-8", "surrogateescape"))
                 found = cursor.set_range(key[:slash] + b"0")
-        return out
+        return files, folders
 
     def by_basename(self, name: str) -> list[str]:
         cursor = self.txn.cursor(db=self.db["base"])

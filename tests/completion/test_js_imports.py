@@ -143,6 +143,43 @@ def test_the_guide_holds_an_import_line_to_the_choices() -> None:
     assert free.pick("", [(0, "const", 9.0), (1, "import", 8.0)]) == 0 and free.released
 
 
+SIBLINGS = ImportChoices(
+    {"../util/lift": ("operate",), "../types": ("OperatorFunction",)},
+    language="js",
+    siblings=("../util/", "../util/lift", "../util/isFunction", "../util/deep"),
+)
+
+
+def test_a_module_path_that_names_no_file_is_held_past_any_margin() -> None:
+    line = "import { operate } from '../util/"
+    sure = [(0, "operate", 30.0), (1, "lift", 1.0)]  # the model is sure of a file that is not there
+    assert JsImportGuide(SIBLINGS, line).pick("", sure) == 1
+    assert JsImportGuide(CHOICES, line).pick("", sure) == 0  # no siblings listed: the model's call
+    for piece in ("isFunction", "deep", "lift.js"):  # a file or folder there, an ESM ending
+        g = JsImportGuide(SIBLINGS, line)
+        assert g.pick("", [(0, piece, 30.0), (1, "lift", 1.0)]) == 0 and g.released, piece
+    # A package, a folder whose modules are not listed: the model's call.
+    for typed, piece, fits in (("'", "rxjs", "../util/lift"), ("'../", "operators/map", "util/lift")):
+        g = JsImportGuide(SIBLINGS, "import { operate } from " + typed)
+        assert g.pick("", [(0, piece, 30.0), (1, fits, 1.0)]) == 0, piece
+    whole = JsImportGuide(SIBLINGS, "import { operate } from '../util/lift")
+    assert whole.pick("", [(0, "Ops';", 30.0), (1, "';", 1.0)]) == 1  # ``lift`` is there, ``liftOps`` is not
+
+
+def test_a_name_the_file_imports_already_is_held_past_any_margin() -> None:
+    bound = ImportChoices(
+        {"../util/lift": ("operate",)}, language="js", bound=("asyncScheduler", "createOperatorSubscriber")
+    )
+    sure = [(0, "create", 30.0), (1, "operate", 1.0)]  # the model copies the import row below
+    assert JsImportGuide(bound, "import { ").pick("", sure) == 1
+    assert JsImportGuide(CHOICES, "import { ").pick("", sure) == 0  # nothing bound: the model's call
+    for piece in ("of", "oper"):  # a name nothing binds yet (a package's), one of the choices
+        g = JsImportGuide(bound, "import { ")
+        assert g.pick("", [(0, piece, 30.0), (1, "operate", 1.0)]) == 0, piece
+    listed = JsImportGuide(bound, "import { operate, ")
+    assert listed.pick("", [(0, "asyncScheduler", 30.0), (1, "x", 29.0)]) == 0  # nothing fits: released
+
+
 def test_a_list_goes_on_while_its_module_gives_more_missing_names() -> None:
     g = JsImportGuide(CHOICES, "import { ")
     assert g.pick("ObservableInput", [(0, " }", 3.0), (1, ",", 1.0)]) == 1
@@ -161,6 +198,7 @@ def test_on_a_real_index_a_typescript_import_line_gets_its_choices(
     )
     files = {
         "src/util/lift.ts": "export function operate<T>(init: T): T {\n  return init;\n}\n",
+        "src/util/deep/index.ts": "export const deep = 1;\n",
         "src/types.ts": "export interface SchedulerLike {\n  now(): number;\n}\n",
         "src/operators/timeInterval.ts": text,
     }
@@ -168,6 +206,8 @@ def test_on_a_real_index_a_typescript_import_line_gets_its_choices(
     assert chunks[-1].reason == IMPORT_CHOICES
     choices, rest = split_choices([c.as_tuple() for c in chunks])
     assert choices is not None and choices.modules == {"../util/lift": ("operate",)}
+    assert choices.siblings == ("../util/", "../util/lift", "../util/deep")  # what is there beside it
+    assert choices.bound == ("SchedulerLike",)
     assert any(c[0] == "src/util/lift.ts" for c in rest)  # its definition is shown too
     guide = import_guide(choices, text[: text.index("\n\n") + 1])
     assert guide is not None and guide.finished("import { operate } from '../util/lift';")
@@ -185,13 +225,36 @@ BARREL = [
 
 
 class _Folders(_Index):
-    """Files per folder and outlines, as ``WorkspaceIndex.files_in`` and ``file_outline`` give them."""
+    """Files and subfolders per folder and outlines, as ``WorkspaceIndex.files_in``,
+    ``folders_in`` and ``file_outline`` give them."""
 
     def files_in(self, folder: str) -> list[str]:
         return sorted({d.path for d in self.defs if d.path.rpartition("/")[0] == folder})
 
+    def folders_in(self, folder: str) -> list[str]:
+        inside = {d.path[len(folder) + 1 :] for d in self.defs if d.path.startswith(folder + "/")}
+        return sorted({f"{folder}/{rest.split('/')[0]}" for rest in inside if "/" in rest})
+
     def file_outline(self, path: str) -> list[Definition]:
         return [d for d in self.defs if d.path == path]
+
+
+def test_choices_list_the_modules_beside_them_for_the_guide() -> None:
+    index = _Folders(
+        [
+            _def("src/util/lift.ts", "operate"),
+            _def("src/util/isFunction.ts", "isFunction"),
+            _def("src/util/deep/index.ts", "deep"),
+            _def("src/ops/timeInterval.ts", "timeInterval"),  # the importer itself
+            _def("src/ops/map.ts", "map"),
+            _def("src/ops/notes.py", "notes"),
+        ]
+    )
+    choices = import_choices(index, "src/ops/timeInterval.ts", [""], ["operate", "map"])
+    assert choices.modules == {"../util/lift": ("operate",), "./map": ("map",)}
+    listed = ("../util/", "../util/isFunction", "../util/lift", "../util/deep", "./", "./map")
+    assert choices.siblings == listed
+    assert ImportChoices.from_text(choices.as_text()) == choices
 
 
 def test_a_barrel_is_offered_the_modules_it_does_not_re_export_yet() -> None:
@@ -212,8 +275,11 @@ def test_a_barrel_is_offered_the_modules_it_does_not_re_export_yet() -> None:
         "./internal/Scheduler": ("internal/Scheduler.ts", ("Scheduler",)),
         "./internal/observable/pairs": ("internal/observable/pairs.ts", ("pairs",)),
     }
-    choices = barrel_choices(candidates, BARREL)
+    choices = barrel_choices(candidates, BARREL, index, "index.ts", 4)
     assert choices.keyword == "export"
+    assert choices.bound == ("Observable", "Operator", "merge")  # the cursor's row (``race``) aside
+    assert choices.siblings[:2] == ("./internal/", "./internal/Observable")  # beside the candidates
+    assert "./internal/observable/merge" in choices.siblings
     assert choices.modules == {spec: names for spec, (_, names) in candidates.items()}
     assert "export { pairs } from './internal/observable/pairs';" in choices.as_text().splitlines()
     assert ImportChoices.from_text(choices.as_text()) == choices

@@ -408,11 +408,11 @@ def gather_context(
     try:
         if unbound:
             if js:
-                choices = js_imports.import_choices(index, path, lines, unbound)
+                choices = js_imports.import_choices(index, path, lines, unbound, line)
             else:
                 choices = import_choices(index, path, unbound, imports, _listing(lines, line))
         elif barrel:
-            choices = js_imports.barrel_choices(barrel, lines)
+            choices = js_imports.barrel_choices(barrel, lines, index, path, line)
         else:
             choices = None
     except Exception:

@@ -69,6 +69,9 @@ _STDLIB_FROM = (
 )
 _STATEMENT = re.compile(r"^(?:from\s+(\S+)\s+import\s+(.+)|import\s+(\S+))$")
 _JS_STATEMENT = re.compile(r"""^(import|export) \{( ?)([^}]*?) ?\} from (['"])([^'"]+)['"](;?)$""")
+# The line of a JS choices' text that lists ``siblings`` (specifiers hold no spaces in practice).
+_SIBLINGS = "// modules beside them: "
+_BOUND = "// names bound already: "  # and the one that lists ``bound``
 # An import list still open before the cursor's line: ``from M import (`` with no ``)`` after it.
 _OPEN_LIST = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]*\(([^)]*)\Z", re.M)
 
@@ -86,7 +89,10 @@ class ImportChoices:
     for each X in ``plain``. With ``language`` "js": ``import { a, b } from 'M';`` instead,
     written with the file's ``quote``, ``semicolon`` and ``spaced`` braces
     (``fimble.completion.context.js_imports``); with ``keyword`` "export", a barrel file's
-    re-exports: ``export { a } from 'M';``."""
+    re-exports: ``export { a } from 'M';``. ``siblings``: the specifiers of every workspace module in
+    the folders of the relative ones among ``modules``, so that the guide can tell a module path that
+    names no file (a compile error) from one it simply was not offered; ``bound``: the names the
+    file's other import statements bind (a barrel's: re-export), which the line must not again."""
 
     modules: dict[str, tuple[str, ...]] = field(default_factory=dict)
     plain: tuple[str, ...] = ()
@@ -95,6 +101,8 @@ class ImportChoices:
     semicolon: bool = True
     spaced: bool = True
     keyword: str = "import"
+    siblings: tuple[str, ...] = ()
+    bound: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.modules or self.plain)
@@ -110,7 +118,11 @@ class ImportChoices:
 
     def as_text(self) -> str:
         if self.language == "js":
-            rows = (self.js_head() + ", ".join(ns) + self.js_tail(m) for m, ns in self.modules.items())
+            rows = [self.js_head() + ", ".join(ns) + self.js_tail(m) for m, ns in self.modules.items()]
+            if self.siblings:
+                rows.append(_SIBLINGS + " ".join(self.siblings))
+            if self.bound:
+                rows.append(_BOUND + " ".join(self.bound))
             return "\n".join(rows)
         lines = [f"from {m} import {', '.join(names)}" for m, names in self.modules.items()]
         return "\n".join(lines + [f"import {x}" for x in self.plain])
@@ -125,6 +137,12 @@ class ImportChoices:
                 modules[m.group(5)] = tuple(n.strip() for n in m.group(3).split(",") if n.strip())
             first = js[0]
             quote, semicolon, spaced = first.group(4), bool(first.group(6)), bool(first.group(2))
+            extra = {
+                head: line[len(head) :].split()
+                for line in text.splitlines()
+                for head in (_SIBLINGS, _BOUND)
+                if line.startswith(head)
+            }
             return cls(
                 modules,
                 language="js",
@@ -132,6 +150,8 @@ class ImportChoices:
                 semicolon=semicolon,
                 spaced=spaced,
                 keyword=first.group(1),
+                siblings=tuple(extra.get(_SIBLINGS, ())),
+                bound=tuple(extra.get(_BOUND, ())),
             )
         for line in text.splitlines():
             m = _STATEMENT.match(line.strip())

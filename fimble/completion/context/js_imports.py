@@ -31,6 +31,7 @@ __all__ = [
     "imported_names",
     "is_js",
     "reexport_candidates",
+    "reexported_names",
     "unbound_names",
 ]
 
@@ -88,6 +89,8 @@ _BARREL_MIN = 3
 _BARREL_DIRS = 16  # folders a barrel draws from that are searched for modules it does not re-export yet
 _BARREL_FILES = 160  # modules offered at most
 _BARREL_NAMES = 6  # names per module at most (the exported ones first)
+_SIBLING_DIRS = 8  # folders of import choices whose other modules are listed (``ImportChoices.siblings``)
+_SIBLING_SPECS = 400
 
 
 def is_js(path: str) -> bool:
@@ -183,13 +186,17 @@ def module_spec(importer: str, target: str) -> str | None:
     return rel if rel == "." or rel.startswith("..") else f"./{rel}"
 
 
-def import_choices(index: Any, importer: str, lines: Sequence[str], unbound: Sequence[str]) -> ImportChoices:
+def import_choices(
+    index: Any, importer: str, lines: Sequence[str], unbound: Sequence[str], line: int | None = None
+) -> ImportChoices:
     """``import { a, b } from '<spec>';`` for each workspace file that defines one of the
-    ``unbound`` names at top level (up to eight files per name), in the file's style. A name the
-    workspace does not define gives no choice. Index failures mean no choices."""
+    ``unbound`` names at top level (up to eight files per name), in the file's style, with the
+    modules beside them and the names the import rows other than the cursor's ``line`` bind
+    already. A name the workspace does not define gives no choice. Index failures mean no choices."""
     if not is_js(importer):
         return ImportChoices()
     modules: dict[str, list[str]] = {}
+    folders: list[str] = []  # of the relative choices' files: their siblings are listed too
     for name in unbound[:24]:
         try:
             found = index.definitions(name, limit=8)
@@ -205,10 +212,43 @@ def import_choices(index: Any, importer: str, lines: Sequence[str], unbound: Seq
             names = modules.setdefault(spec, [])
             if name not in names:
                 names.append(name)
-    quote, semi, spaced = _style(lines, import_rows(lines))
+            folder = posixpath.dirname(d.path)
+            if spec.startswith(".") and folder not in folders:
+                folders.append(folder)
+    rows = import_rows(lines)
+    quote, semi, spaced = _style(lines, rows)
     return ImportChoices(
-        {m: tuple(ns) for m, ns in modules.items()}, language="js", quote=quote, semicolon=semi, spaced=spaced
+        {m: tuple(ns) for m, ns in modules.items()},
+        language="js",
+        quote=quote,
+        semicolon=semi,
+        spaced=spaced,
+        siblings=_siblings(index, importer, folders[:_SIBLING_DIRS]) if modules else (),
+        bound=tuple(sorted(imported_names(lines, rows - {line}))) if modules else (),
     )
+
+
+def _siblings(index: Any, importer: str, folders: Sequence[str]) -> tuple[str, ...]:
+    """What ``importer`` can name in ``folders``: each folder's specifier with a ``/`` (it is
+    listed whole), then the specifiers of its JS/TS files and of its subfolders (directory
+    imports). Nothing when they are too many to carry (the guide then holds no path)."""
+    out: list[str] = []
+    here = posixpath.dirname(importer) or "."
+    for folder in folders:
+        try:
+            files = index.files_in(folder)
+            subfolders = index.folders_in(folder)
+        except Exception:
+            log.debug("listing %s failed", folder, exc_info=True)
+            continue
+        rel = posixpath.relpath(folder or ".", here)
+        out.append((rel if rel == "." or rel.startswith("..") else f"./{rel}") + "/")
+        for path in files:
+            spec = module_spec(importer, path) if path != importer and is_js(path) else None
+            if spec is not None:
+                out.append(spec)
+        out += [s for sub in subfolders if (s := module_spec(importer, f"{sub}/index.ts"))]
+    return tuple(dict.fromkeys(out)) if len(out) <= _SIBLING_SPECS else ()
 
 
 def _between(lines: Sequence[str], rows: set[int], line: int) -> tuple[str, str] | None:
@@ -248,16 +288,12 @@ def reexport_candidates(
     found = list(_REEXPORT.finditer(text))
     if len(found) < _BARREL_MIN or 2 * len(found) <= len(_STATEMENT_START.findall(text)):
         return {}
-    exported: set[str] = set()
+    exported = reexported_names(lines, rows)
     specs: set[str] = set()
     folders: dict[str, int] = {}
     here = posixpath.dirname(barrel)
     for m in found:
         specs.add(m.group(3))
-        for item in (m.group(1) or "").split(","):
-            words = item.split()
-            if words:
-                exported.add(words[-1])
         if m.group(3).startswith("."):
             folder = posixpath.dirname(posixpath.normpath(posixpath.join(here, m.group(3))))
             folder = "" if folder == "." else folder
@@ -290,8 +326,39 @@ def reexport_candidates(
     return modules
 
 
-def barrel_choices(candidates: dict[str, tuple[str, tuple[str, ...]]], lines: Sequence[str]) -> ImportChoices:
-    """``export { a } from './m';`` for each of ``reexport_candidates``, in the file's style."""
-    quote, semi, spaced = _style(lines, import_rows(lines))
+def reexported_names(lines: Sequence[str], rows: set[int]) -> set[str]:
+    """Names the ``export { a, b as c } from`` statements on ``rows`` re-export (``a``, ``c``)."""
+    text = "\n".join(lines[r] for r in sorted(rows) if r < len(lines))
+    out: set[str] = set()
+    for m in _REEXPORT.finditer(text):
+        for item in (m.group(1) or "").split(","):
+            words = item.split()
+            if words:
+                out.add(words[-1])
+    return out
+
+
+def barrel_choices(
+    candidates: dict[str, tuple[str, tuple[str, ...]]],
+    lines: Sequence[str],
+    index: Any = None,
+    barrel: str = "",
+    line: int | None = None,
+) -> ImportChoices:
+    """``export { a } from './m';`` for each of ``reexport_candidates``, in the file's style, with
+    the modules beside them (given the ``index``) and the names the rows other than the cursor's
+    ``line`` re-export already (a second export of one is an error)."""
+    rows = import_rows(lines)
+    quote, semi, spaced = _style(lines, rows)
     modules = {spec: names for spec, (_, names) in candidates.items()}
-    return ImportChoices(modules, language="js", quote=quote, semicolon=semi, spaced=spaced, keyword="export")
+    folders = list(dict.fromkeys(posixpath.dirname(path) for path, _ in candidates.values()))
+    return ImportChoices(
+        modules,
+        language="js",
+        quote=quote,
+        semicolon=semi,
+        spaced=spaced,
+        keyword="export",
+        siblings=_siblings(index, barrel, folders[:_SIBLING_DIRS]) if index is not None else (),
+        bound=tuple(sorted(reexported_names(lines, rows - {line}))),
+    )

@@ -40,6 +40,10 @@ EXPORT_MARGIN = 12.0
 BREADTH = 24
 JS_BREADTH = 1024
 _NAMES_SEP = re.compile(r",\s*")
+# The module path after an ES statement's names: (quote, the path so far, the closing quote if any).
+_SPEC_SO_FAR = re.compile(r"""\}\s*from\s*(['"])([^'"\n]*)(['"]?)""")
+# What may follow a module's specifier and still name it: ESM's written extensions, an index.
+_ENDINGS = ("", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", "/index", "/index.js")
 
 
 class Guide(Protocol):
@@ -124,11 +128,16 @@ class ImportGuide:
             return top[0]
         for tok, piece, logit in ranked:
             if self._fits(line, piece):
-                if top[2] - logit <= self.margin:
+                if top[2] - logit <= self.margin or self._holds(line + top[1]):
                     return tok
                 break
         self.released = True
         return top[0]
+
+    def _holds(self, text: str) -> bool:
+        """``text`` (the line with the model's own next piece) cannot work whatever the model's
+        preference: the guide keeps to its choices then, past any margin."""
+        return False
 
 
 class JsImportGuide(ImportGuide):
@@ -182,6 +191,47 @@ class JsImportGuide(ImportGuide):
 
     def committed(self, line: str) -> bool:
         return line.startswith(self.choices.keyword + " ")
+
+    def _holds(self, text: str) -> bool:
+        """The model's own line cannot work: it imports again a name the file's other imports
+        bind (a duplicate identifier; the 1.5B model copies the import row below the cursor), or
+        its module path names no file (see ``_no_such_module``)."""
+        split = self._split(text)
+        if split is None:
+            return False
+        rest = split[0]
+        if "}" in rest:
+            return self._no_such_module(rest)
+        *done, last = (n.strip() for n in rest.split(","))
+        bound = self.choices.bound
+        if any(n in bound for n in done):
+            return True
+        offered = {n for ns in self.choices.modules.values() for n in ns}
+        return (
+            bool(last)
+            and any(b.startswith(last) for b in bound)
+            and not any(n.startswith(last) for n in offered)
+        )
+
+    def _no_such_module(self, rest: str) -> bool:
+        """A relative module path into a folder whose modules ``choices.siblings`` lists whole,
+        matching none of them (rxjs's timeInterval.ts wrote ``'../util/operate'`` for ``operate``
+        of ``'../util/lift'``). A package, another folder or a module that exists is the model's."""
+        found = _SPEC_SO_FAR.search(rest)
+        if found is None or "/" not in found.group(2):
+            return False
+        spec, whole = found.group(2), bool(found.group(3))
+        if spec[: spec.rindex("/") + 1] not in self.choices.siblings:
+            return False
+        for known in (*self.choices.siblings, *self.choices.modules):
+            if known.endswith("/"):
+                continue
+            if not whole and known.startswith(spec):
+                return False
+            tail = spec[len(known) :] if spec.startswith(known) else None
+            if tail is not None and any(end == tail if whole else end.startswith(tail) for end in _ENDINGS):
+                return False
+        return True
 
     def _more(self, line: str) -> bool:
         """The names listed so far all come from a module that gives other missing names too."""
