@@ -178,6 +178,10 @@ def test_a_name_the_file_imports_already_is_held_past_any_margin() -> None:
         assert g.pick("", [(0, piece, 30.0), (1, "operate", 1.0)]) == 0, piece
     listed = JsImportGuide(bound, "import { operate, ")
     assert listed.pick("", [(0, "asyncScheduler", 30.0), (1, "x", 29.0)]) == 0  # nothing fits: released
+    held = JsImportGuide(bound, "import { ")
+    assert held.pick("", sure) == 1 and held.held
+    # Once held, the line stays guided: the model's ``}`` after an unfinished name does not release it.
+    assert held.pick("oper", [(0, " }", 30.0), (1, "ate", 1.0)]) == 1 and not held.released
 
 
 def test_a_list_goes_on_while_its_module_gives_more_missing_names() -> None:

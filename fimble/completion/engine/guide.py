@@ -68,6 +68,7 @@ class ImportGuide:
         self.margin = margin
         self.within = within  # the module of the open ``from M import (`` list the line is in
         self.released = False
+        self.held = False  # kept to the choices against the model once: kept so to the line's end
         self.breadth = JS_BREADTH if choices.language == "js" else BREADTH
 
     def _names_fit(self, names: tuple[str, ...], listed: str, *, whole: bool) -> bool:
@@ -128,7 +129,9 @@ class ImportGuide:
             return top[0]
         for tok, piece, logit in ranked:
             if self._fits(line, piece):
-                if top[2] - logit <= self.margin or self._holds(line + top[1]):
+                if tok != top[0] and not self.held and self._holds(line + top[1]):
+                    self.held = True
+                if self.held or top[2] - logit <= self.margin:
                     return tok
                 break
         self.released = True
@@ -136,7 +139,10 @@ class ImportGuide:
 
     def _holds(self, text: str) -> bool:
         """``text`` (the line with the model's own next piece) cannot work whatever the model's
-        preference: the guide keeps to its choices then, past any margin."""
+        preference: the guide keeps to its choices then, past any margin, and for the rest of the
+        line (``held``): a line begun against the model's will and then left to it ends as neither
+        (rxjs's barrel: held off ``throwError``, exported already, the model took ``operator`` of the
+        choices' ``operators``, then, released, wrote a module that does not exist)."""
         return False
 
 
