@@ -10,7 +10,8 @@ prefetch), ``TypeAhead``, ``SmallAnswers`` and ``Stats``; the order of the work 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +38,33 @@ from fimble.completion.stats import CompleterStats, Stats
 from fimble.completion.typeahead import Flight, FlightCancel, TypeAhead
 from fimble.completion.warmup import Warmer, attach_warmup
 from fimble.completion.worker import Busy, EngineWorker, Job, JobKind
+from fimble.errors import Cancelled
 
-__all__ = ["EARLY_LINES", "Completer", "CompleterStats"]
+__all__ = ["EARLY_LINES", "BatchItem", "Completer", "CompleterStats"]
+
+
+# KV sequences of a loaded model for ``submit_batch`` (a list of prompts over HTTP), beside the
+# interactive slot. The KV buffer is unified, so they cost no memory, and the batch gets only the cells
+# the interactive slot leaves free (short prompts: a few dozen). 32: on the 2-core AVX2 machine
+# measured, a decode step gains nothing under 16 rows and 1.8x at 32 (bench/results/batch_curve_avx2.json:
+# 17, 16, 21, 29 tokens/s at 1, 4, 16, 32). A keystroke does not wait for the step: batch work is
+# aborted inside it.
+BATCH_SLOTS = 32
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    """One generation of ``Completer.submit_batch``: its prompt, built on the engine thread (as
+    ``submit_tokens``' callable), its stop rules, length and import guide."""
+
+    build: Callable[[Engine], list[int] | FimPrompt]
+    max_tokens: int
+    stop: Callable[[str], tuple[str, int] | None] | None = None
+    guide: Guide | None = None
+
+
+def _tokens(built: list[int] | FimPrompt) -> list[int]:
+    return list(built.tokens) if isinstance(built, FimPrompt) else built
 
 
 class Completer:
@@ -61,6 +87,7 @@ class Completer:
         *,
         threads: int = 0,
         n_ctx: int = 4096,
+        batch_slots: int = BATCH_SLOTS,
         load: Callable[[], Engine] | None = None,
         busy: Busy | None = None,
         cache: CompletionCache | None = None,
@@ -75,7 +102,7 @@ class Completer:
         self.cache = cache or CompletionCache(CacheConfig(disk_mb=0))
         self._model_id: str | None = None
         self.worker = EngineWorker(
-            load or (lambda: load_engine(model, threads=threads, n_ctx=n_ctx)),
+            load or (lambda: load_engine(model, threads=threads, n_ctx=n_ctx, batch_slots=batch_slots)),
             busy=busy,
             after=after,
             warmup=warmup or (None if load else attach_warmup),
@@ -330,6 +357,59 @@ class Completer:
 
         self._stats.count(requests=1)
         return self.worker.submit(run, key, kind)
+
+    def submit_batch(self, items: Sequence[BatchItem]) -> Job[list[Generation]]:
+        """Queue several raw generations as one ``BATCH`` job that decodes them side by side
+        (``Engine.generate_batch``: one pass over the weights per step for all of them, shared
+        prompt heads evaluated once), one ``Generation`` per item, in order.
+
+        An editor's request stops the job between two tokens and it runs again later
+        (``Decision.REQUEUE``): what had finished is kept, the rest starts again. Items with an
+        import guide, and every item on an engine without batch slots (a remote backend), are
+        generated one after another in the same job: the batch decoder has no guide. The batch
+        never takes the interactive slot's cells while it can run narrower (``keep_interactive``),
+        so the next keystroke still finds its prompt in the KV cache."""
+        submitted = time.perf_counter()
+        done: dict[int, Generation] = {}
+
+        def run(engine: Engine, cancel: CancelToken) -> list[Generation]:
+            started = time.perf_counter()
+            built = {i: _tokens(item.build(engine)) for i, item in enumerate(items) if i not in done}
+            batches = bool(getattr(engine, "batch_slots", None))  # a remote backend has none
+            together = [i for i in built if items[i].guide is None] if batches else []
+
+            def finished(k: int, gen: Generation) -> None:
+                if gen.stop_reason != "cancelled":
+                    done[together[k]] = gen
+                    self._stats.record(gen, queued_ms=(started - submitted) * 1000, path=None)
+
+            if together:
+                engine.generate_batch(
+                    [built[i] for i in together],
+                    max_tokens=max(items[i].max_tokens for i in together),
+                    stops=[items[i].stop for i in together],
+                    limits=[items[i].max_tokens for i in together],
+                    cancel=cancel,
+                    on_done=finished,
+                    keep_interactive=True,
+                )
+            for i in built:
+                if i in done or i in together:
+                    continue
+                item = items[i]
+                gen = engine.generate(
+                    built[i], max_tokens=item.max_tokens, stop=item.stop, cancel=cancel, guide=item.guide
+                )
+                if gen.stop_reason == "cancelled":
+                    break
+                done[i] = gen
+                self._stats.record(gen, queued_ms=(started - submitted) * 1000, path=None)
+            if len(done) < len(items):
+                raise Cancelled(cancel.reason or "cancelled")
+            return [done[i] for i in range(len(items))]
+
+        self._stats.count(requests=len(items))
+        return self.worker.submit(run, None, JobKind.BATCH)
 
     def cancel(self, job: Job[Any], reason: str = "cancelled") -> None:
         """Cancel a job for its caller (a generation others wait on goes on until they cancel too)."""

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fimble.completion.cache import CacheConfig, Cached, CompletionCache
-from fimble.completion.completer import Completer, CompleterStats
+from fimble.completion.completer import BatchItem, Completer, CompleterStats
+from fimble.completion.engine import Generation
 from fimble.completion.service import CompletionRequest, CompletionResult
 from fimble.completion.worker import Busy, Job
 
@@ -120,6 +121,9 @@ class SharedCompleter:
 
     def submit_tokens(self, *args: Any, **kwargs: Any) -> Job[Any]:
         return self._current.submit_tokens(*args, **kwargs)
+
+    def submit_batch(self, items: Sequence[BatchItem]) -> Job[list[Generation]]:
+        return self._current.submit_batch(items)
 
     def detach(self, job: Job[Any]) -> bool:
         return self._current.detach(job)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fimble.completion.cache import CacheConfig, Cached, CompletionCache
-from fimble.completion.completer import Completer
+from fimble.completion.completer import BatchItem, Completer
 from fimble.completion.engine import Generation
 from fimble.completion.prompt.fim import FimTokens
 from fimble.completion.service import CompletionRequest
@@ -505,4 +505,66 @@ def test_focus_where_the_user_typed_into_a_running_generation_leaves_it_alone() 
     engine.step.release(100)
     assert typed.future.result(5).text == "pend(x)"
     assert engine.calls == 1
+    completer.close()
+
+
+class BatchingEngine(FakeEngine):
+    """Has batch slots: answers each batched prompt with its length; ``pause_once`` makes the
+    first batch stop after its first prompt, as a keystroke's request does (``Decision.REQUEUE``)."""
+
+    def __init__(self) -> None:
+        super().__init__("alone")
+        self.batch_slots = [object()]
+        self.batches: list[list[list[int]]] = []
+        self.pause_once = False
+
+    def generate_batch(self, prompts: list[list[int]], **kw: object) -> list[Generation]:
+        self.batches.append(prompts)
+        on_done, cancel = kw["on_done"], kw["cancel"]
+        assert kw["keep_interactive"] is True  # a server keeps the editor's KV cells
+        out = []
+        for i, p in enumerate(prompts):
+            stopped = self.pause_once and i > 0
+            gen = Generation(
+                f"len{len(p)}", (9,), "cancelled" if stopped else "eog", len(p), len(p), 0, 1.0, 1.0
+            )
+            if i == 0 and self.pause_once:
+                cancel.pause()  # type: ignore[attr-defined]
+            on_done(i, gen)  # type: ignore[operator]
+            out.append(gen)
+        self.pause_once = False
+        return out
+
+
+def _items(*texts: str, guided: int = -1) -> list[BatchItem]:
+    return [
+        BatchItem(lambda e, t=t: e.tokenize(t), max_tokens=4, guide=object() if i == guided else None)  # type: ignore[arg-type, misc]
+        for i, t in enumerate(texts)
+    ]
+
+
+def test_a_batch_decodes_its_items_together_and_a_guided_one_alone() -> None:
+    engine = BatchingEngine()
+    completer = Completer(load=lambda: engine)  # type: ignore[arg-type, return-value]
+    gens = completer.submit_batch(_items("ab", "cde", "f", guided=1)).future.result(5)
+    assert [g.text for g in gens] == ["len2", "alone", "len1"]  # in the items' order
+    assert engine.batches == [[[97, 98], [102]]] and engine.calls == 1
+    completer.close()
+
+
+def test_a_batch_stopped_for_a_request_runs_again_without_what_had_finished() -> None:
+    engine = BatchingEngine()
+    engine.pause_once = True
+    completer = Completer(load=lambda: engine)  # type: ignore[arg-type, return-value]
+    gens = completer.submit_batch(_items("ab", "cde")).future.result(5)
+    assert [g.text for g in gens] == ["len2", "len3"]
+    assert engine.batches == [[[97, 98], [99, 100, 101]], [[99, 100, 101]]]
+    completer.close()
+
+
+def test_without_batch_slots_the_items_run_one_after_the_other_in_one_job() -> None:
+    engine = FakeEngine("one")
+    completer = Completer(load=lambda: engine)  # type: ignore[arg-type, return-value]
+    gens = completer.submit_batch(_items("ab", "c")).future.result(5)
+    assert [g.text for g in gens] == ["one", "one"] and engine.calls == 2
     completer.close()

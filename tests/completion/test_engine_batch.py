@@ -135,6 +135,22 @@ def test_the_interactive_slot_s_cells_are_dropped_only_when_the_batch_needs_them
     assert interactive.cells == [] and gen.stop_reason == "max_tokens"
 
 
+def test_a_server_s_batch_runs_narrower_rather_than_drop_the_interactive_slot() -> None:
+    """100 cells, 50 held by the editor's prompt: two prompts of 31 + 10 cells fit beside it one at a
+    time, so with ``keep_interactive`` they run one after the other and the editor keeps its cells;
+    a prompt that fits only without them still gets them."""
+    kv, decoder, slots = batch(2, n_ctx=100)
+    interactive = Slot(kv, 0, park=1)
+    interactive.prepare(list(range(50)), kv.decode)
+    prompts = [[1, *range(30)], [2, *range(30)]]
+    kept = {"interactive": interactive, "keep_interactive": True}
+    got = decode_batch(decoder, slots, prompts, max_tokens=10, **kept)  # type: ignore[arg-type]
+    assert len(interactive.cells) == 50 and {g.stop_reason for g in got} == {"max_tokens"}
+    assert all(len({s for s, _, _ in call}) == 1 for call in decoder.calls)  # one after the other
+    [gen] = decode_batch(decoder, slots, [list(range(60))], max_tokens=4, **kept)  # type: ignore[arg-type]
+    assert interactive.cells == [] and gen.stop_reason == "max_tokens"
+
+
 def test_a_cancel_stops_running_and_waiting_prompts_and_empties_the_slots() -> None:
     cancel = CancelToken()
     prompts = [*tails(1, 5, 9), [1, 2, 3]]

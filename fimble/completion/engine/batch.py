@@ -17,8 +17,10 @@ Cell budget: the KV buffer is unified, so the batch slots use the same n_ctx cel
 slot (sequence 0). A prompt is admitted when the cells held (a shared cell counted once, ``CellCount``)
 plus what every running sequence may still generate plus its own tail and ``max_tokens`` fit. When
 the cells the interactive slot holds are what stands in the way, it is cleared (its record says so:
-the next keystroke evaluates its prompt again) rather than narrowing the batch; a prompt that fits only
-alone runs alone and may stop at a full context. Batch slots are emptied on return, whatever the outcome.
+the next keystroke evaluates its prompt again) rather than narrowing the batch, unless the batch is a
+server's (``keep_interactive``): then the batch runs narrower and the cells go only for a prompt that
+fits no other way. A prompt that fits only alone runs alone and may stop at a full context. Batch
+slots are emptied on return, whatever the outcome.
 
 Greedy only, no drafts and no guide: a choice whose lead over the runner-up is under ``TIE_MARGIN`` is
 counted in ``BatchGeneration.near_ties`` (and logged at debug), because there the rounding of another batch
@@ -102,6 +104,7 @@ class _Batch:
         interactive: Slot | None,
         min_head: int,
         on_done: OnDone | None,
+        keep_interactive: bool = False,
     ) -> None:
         self.decoder = decoder
         self.model = decoder.model
@@ -114,6 +117,7 @@ class _Batch:
         self.interactive = interactive
         self.min_head = min_head
         self.on_done = on_done
+        self.keep_interactive = keep_interactive
 
     # -- cells ----------------------------------------------------------------------------------
 
@@ -228,7 +232,8 @@ class _Batch:
                 self.drop(slot)
         if self.committed() + need <= self.n_ctx - self.reserved:
             return True
-        if self.reserved and (not self.live or self.committed() + need <= self.n_ctx):
+        narrower = self.keep_interactive and self.live  # wait for a running prompt to end instead
+        if self.reserved and not narrower and (not self.live or self.committed() + need <= self.n_ctx):
             assert self.interactive is not None
             log.debug(
                 "a batch prompt needs %d KV cells: the interactive slot's %d are dropped", need, self.reserved
@@ -327,6 +332,7 @@ def decode_batch(
     min_head: int = MIN_HEAD,
     on_done: OnDone | None = None,
     limits: Sequence[int] | None = None,
+    keep_interactive: bool = False,
 ) -> list[BatchGeneration]:
     """Greedy completions of ``prompts`` (any number; at most one per slot at a time, all slots
     empty), decoded together, one ``BatchGeneration`` per prompt in order.
@@ -336,7 +342,8 @@ def decode_batch(
     nobody waits for batch work). ``stops``: one stop check per prompt instead of ``stop`` for all
     (each request its own rules, so none decodes past its end while the others go on); ``limits``:
     one ``max_tokens`` per prompt (at most ``max_tokens``), which is also what its cells are budgeted by.
-    ``interactive``: the slot whose cells the batch may take when it needs them (see the module).
+    ``interactive``: the slot whose cells the batch may take when it needs them (see the module);
+    with ``keep_interactive`` only for a prompt that cannot run otherwise (nothing else running).
     ``on_done(index, generation)`` hears of each prompt as soon as it stops. The slots are empty again
     on return."""
     checks = list(stops) if stops is not None else [stop] * len(prompts)
@@ -350,6 +357,7 @@ def decode_batch(
         interactive=interactive,
         min_head=min_head,
         on_done=on_done,
+        keep_interactive=keep_interactive,
     )
     decoder.cancel = cancel
     try:

@@ -266,6 +266,7 @@ class Engine:
         stops: Sequence[StopCheck | None] | None = None,
         on_done: OnDone | None = None,
         limits: Sequence[int] | None = None,
+        keep_interactive: bool = False,
     ) -> list[BatchGeneration]:
         """Greedy completions of ``prompts``, each in a batch slot, decoded together; one
         ``BatchGeneration`` per prompt, in order (see ``fimble.completion.engine.batch``).
@@ -275,7 +276,9 @@ class Engine:
         one file) evaluate it once. The interactive slot's cache is kept unless the batch needs its
         cells (then it is cleared, and ``cached_tokens`` says so). ``stops``: a stop check per prompt,
         in place of ``stop`` for all; ``limits``: a ``max_tokens`` per prompt, which also budgets its
-        KV cells. ``on_done(index, generation)``: each prompt as soon as it stops."""
+        KV cells. ``on_done(index, generation)``: each prompt as soon as it stops.
+        ``keep_interactive``: run narrower rather than clear the interactive slot's cells (a
+        server, whose next keystroke wants them); they go only for a prompt that fits no other way."""
         slots = self.batch_slots
         if not slots:
             raise EngineError(
@@ -298,6 +301,7 @@ class Engine:
             interactive=self.slot,
             on_done=on_done,
             limits=limits,
+            keep_interactive=keep_interactive,
         )
 
     # -- KV state on disk ---------------------------------------------------------------------------

@@ -187,7 +187,7 @@ async def completion(request: Request, ctx: AppContext) -> Response:
         return await _answer(request, ctx, body, plan_request(raw, _options(ctx, body)))
     if body.get("stream", False):
         raise HttpError(400, "an array of prompts cannot stream; send it without stream or one prompt")
-    # Each prompt planned exactly as a single one, then run one after the other as BATCH jobs.
+    # Each prompt planned exactly as a single one, then decoded side by side in one BATCH job.
     plans = [
         plan_request(await ctx.with_repository_context(parse_prompt(p)), _options(ctx, body)) for p in prompts
     ]

@@ -20,21 +20,22 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.requests import Request
 
-from fimble.completion.completer import Completer
+from fimble.completion.completer import BatchItem, Completer
 from fimble.completion.engine import Generation
 from fimble.completion.jobs import Awaiting
 from fimble.completion.raw_requests import RawPlan
-from fimble.completion.worker import Job, JobKind
+from fimble.completion.worker import Job
 from fimble.errors import BackendError, Cancelled, EngineError, FimbleError
 from fimble.server.http.body import HttpError
 
 __all__ = ["Finished", "Gate", "Runner"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class Gate:
@@ -106,9 +107,20 @@ class Runner:
         if worker.load_error is not None:
             raise HttpError(503, str(worker.load_error), kind="model_load_error")
 
-    def _submit(
-        self, plan: RawPlan, on_text: Callable[[str], None] | None, kind: JobKind = JobKind.REQUEST
-    ) -> Job[Generation]:
+    def _submit(self, plan: RawPlan, on_text: Callable[[str], None] | None) -> Job[Generation]:
+        return self._admitted(
+            lambda: self.completer.submit_tokens(
+                plan.build,
+                max_tokens=plan.max_tokens,
+                stop=plan.stop,
+                on_text=on_text,
+                guide=plan.guide,
+            )
+        )
+
+    def _admitted(self, submit: Callable[[], Job[T]]) -> Job[T]:
+        """``submit()``'s job once the model is ready and the gate lets one more in (else 503/429);
+        the gate's place is given back when the job ends."""
         self.check_ready()
         if not self.gate.try_enter():
             raise HttpError(
@@ -118,14 +130,7 @@ class Runner:
                 headers={"Retry-After": str(self.retry_after_s)},
             )
         try:
-            job = self.completer.submit_tokens(
-                plan.build,
-                max_tokens=plan.max_tokens,
-                stop=plan.stop,
-                on_text=on_text,
-                guide=plan.guide,
-                kind=kind,
-            )
+            job = submit()
         except BaseException:
             self.gate.leave()
             raise
@@ -140,19 +145,23 @@ class Runner:
                 self.on_finished(done)
         return done
 
-    async def run(self, request: Request, plan: RawPlan, kind: JobKind = JobKind.REQUEST) -> Finished:
-        """Generate to the end; a client disconnect cancels the job (and raises ``Cancelled``).
-        ``kind`` is ``BATCH`` for the prompts of a list request (``run_all``)."""
+    async def run(self, request: Request, plan: RawPlan) -> Finished:
+        """Generate to the end; a client disconnect cancels the job (and raises ``Cancelled``)."""
         submitted = time.perf_counter()
-        waiting = Awaiting(self._submit(plan, None, kind), self.completer.cancel, reason="request ended")
+        waiting = Awaiting(self._submit(plan, None), self.completer.cancel, reason="request ended")
         gen = await _generation(waiting, gone=_wait_disconnect(request.receive))
         return self._finish(plan, gen, submitted)
 
     async def run_all(self, request: Request, plans: Sequence[RawPlan]) -> list[Finished]:
-        """Each plan of a multi-prompt request, one after the other (each admitted by the gate in
-        turn, so a batch never holds more than one slot), as ``BATCH`` jobs: editors waiting on a
-        keystroke go first, and the batch resumes after them."""
-        return [await self.run(request, plan, JobKind.BATCH) for plan in plans]
+        """The plans of a multi-prompt request decoded side by side, in one ``BATCH`` job
+        (``Completer.submit_batch``) that the gate admits as one: editors waiting on a keystroke go
+        first, and the batch resumes after them with what had finished kept."""
+        submitted = time.perf_counter()
+        items = [BatchItem(p.build, p.max_tokens, p.stop, p.guide) for p in plans]
+        job = self._admitted(lambda: self.completer.submit_batch(items))
+        waiting = Awaiting(job, self.completer.cancel, reason="request ended")
+        gens = await _generation(waiting, gone=_wait_disconnect(request.receive))
+        return [self._finish(plan, gen, submitted) for plan, gen in zip(plans, gens, strict=True)]
 
     async def stream(self, request: Request, plan: RawPlan) -> AsyncIterator[str | Finished]:
         """Admit the request now (so 429/503 happen before any byte is sent) and return an iterator
@@ -223,10 +232,10 @@ class Runner:
                 waiting.cancel("stream closed")
 
 
-async def _generation(waiting: Awaiting[Generation], **kwargs: Any) -> Generation:
-    """The generation, with engine failures turned into HTTP errors (never a hung connection)."""
+async def _generation(waiting: Awaiting[T], **kwargs: Any) -> T:
+    """The generation(s), with engine failures turned into HTTP errors (never a hung connection)."""
     try:
-        gen: Generation = await waiting.result(**kwargs)
+        gen: T = await waiting.result(**kwargs)
     except Cancelled:
         raise
     except BackendError as err:  # the remote inference server: down, slow or failing

@@ -17,6 +17,7 @@ import uvicorn
 from fimble.completion.completer import Completer
 from fimble.errors import Cancelled
 from fimble.server.http import HttpSettings, create_app
+from fimble.server.shared import SharedCompleter
 from tests.fakes import FakeEngine
 
 
@@ -55,7 +56,7 @@ class Served:
     """A running server with its completer, engine and URL."""
 
     live: LiveServer
-    completer: Completer
+    completer: Completer | SharedCompleter
     engine: Any
 
     @property
@@ -108,7 +109,7 @@ def serve_model(settings: HttpSettings | None = None) -> Iterator[Served]:
     from tests.model_paths import SMALL, model_path
 
     model_path(SMALL)  # fails with the fix if `make models` was skipped
-    completer = Completer(SMALL, threads=0, n_ctx=4096)
+    completer = SharedCompleter(SMALL)  # what `fimble serve` wires the HTTP app to
     assert completer.wait_ready(120), completer.load_error
     assert completer.load_error is None, completer.load_error
     with LiveServer(create_app(completer, settings or HttpSettings())) as live:

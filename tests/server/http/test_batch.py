@@ -1,15 +1,20 @@
 """Several prompts in one request (issue #22): ``prompt`` lists on ``/v1/completions`` (with ``n``)
-and ``/completion``, each prompt answered as if it were asked alone, and the 400s of bad batches."""
+and ``/completion``, each prompt answered as if it were asked alone, the list decoded side by side
+in one batch job that an editor's request goes before, and the 400s of bad batches."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
+from fimble.completion.engine import BatchGeneration
 from fimble.completion.scheduler import JobKind
 from fimble.server.http.body import MAX_PROMPTS
-from tests.server.http.conftest import FakeEngine
+from tests.server.http.conftest import FakeEngine, Served, serve_model
 
 
 def _reply(prompt: str) -> str:
@@ -73,18 +78,92 @@ def test_bad_batches_are_400_and_generate_nothing(
     assert served.engine.prompts == []
 
 
-def test_list_items_run_as_batch_jobs_and_a_single_prompt_as_a_request(serve, monkeypatch) -> None:
+def test_a_list_is_one_batch_job_and_a_single_prompt_a_request(serve, monkeypatch) -> None:
     served = serve(FakeEngine())
     kinds: list[JobKind] = []
-    submit = served.completer.submit_tokens
+    submit = served.completer.worker.submit
 
-    def recording(*args: Any, **kwargs: Any) -> Any:
-        kinds.append(kwargs.get("kind", JobKind.REQUEST))
-        return submit(*args, **kwargs)
+    def recording(fn: Any, key: Any = None, kind: JobKind = JobKind.REQUEST) -> Any:
+        kinds.append(kind)
+        return submit(fn, key, kind)
 
-    monkeypatch.setattr(served.completer, "submit_tokens", recording)
+    monkeypatch.setattr(served.completer.worker, "submit", recording)
     with served.client() as client:
         assert client.post("/v1/completions", json={"prompt": "a", "n": 2}).status_code == 200
         assert client.post("/v1/completions", json={"prompt": ["a", "b"]}).status_code == 200
         assert client.post("/completion", json={"prompt": ["a", "b"]}).status_code == 200
-    assert kinds == [JobKind.REQUEST, *[JobKind.BATCH] * 4]
+    assert kinds == [JobKind.REQUEST, JobKind.BATCH, JobKind.BATCH]
+
+
+@pytest.fixture(scope="module")
+def served_model() -> Iterator[Served]:
+    yield from serve_model()
+
+
+def _spy_batches(served: Served, monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[BatchGeneration]]:
+    """Record the width of every ``generate_batch`` call of the real engine and its generations."""
+    widths: list[int] = []
+    gens: list[BatchGeneration] = []
+    real = served.engine.generate_batch
+
+    def spy(prompts: Any, **kw: Any) -> list[BatchGeneration]:
+        widths.append(len(prompts))
+        out = real(prompts, **kw)
+        gens.extend(out)
+        return out
+
+    monkeypatch.setattr(served.engine, "generate_batch", spy)
+    return widths, gens
+
+
+FUNCTIONS = [
+    "<|fim_prefix|>def add(a, b):\n    return<|fim_suffix|>\n<|fim_middle|>",
+    "<|fim_prefix|>def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return"
+    "<|fim_suffix|>\n<|fim_middle|>",
+    "<|fim_prefix|>import os\n\n\ndef home():\n    return os.<|fim_suffix|>\n<|fim_middle|>",
+]
+
+
+@pytest.mark.model
+def test_a_real_list_is_decoded_side_by_side_as_each_prompt_alone(
+    served_model: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    widths, gens = _spy_batches(served_model, monkeypatch)
+    with served_model.client() as client:
+        alone = [
+            client.post("/v1/completions", json={"prompt": p, "max_tokens": 16}).json()["choices"][0]["text"]
+            for p in FUNCTIONS
+        ]
+        r = client.post("/v1/completions", json={"prompt": FUNCTIONS, "max_tokens": 16})
+    assert r.status_code == 200, r.text
+    assert widths == [3]  # one batch of all three
+    texts = [c["text"] for c in r.json()["choices"]]
+    assert all(t.strip() for t in texts), texts
+    for got, want, gen in zip(texts, alone, gens, strict=True):
+        assert got == want or gen.near_ties, (got, want)  # greedy: the same, near-ties aside
+
+
+@pytest.mark.model
+def test_a_request_during_a_real_list_goes_first_and_the_list_still_ends(
+    served_model: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    widths, _ = _spy_batches(served_model, monkeypatch)
+    started = threading.Event()
+    real = served_model.engine.generate_batch
+
+    def announced(prompts: Any, **kw: Any) -> list[BatchGeneration]:
+        started.set()
+        return real(prompts, **kw)
+
+    monkeypatch.setattr(served_model.engine, "generate_batch", announced)
+    prompts = [FUNCTIONS[0].replace("(a, b)", f"(a, b, c{i})") for i in range(6)]
+    body = {"prompt": prompts, "max_tokens": 48, "stop": ["\n\n\n"]}
+    with ThreadPoolExecutor(1) as pool, served_model.client() as client, served_model.client() as other:
+        listed = pool.submit(client.post, "/v1/completions", json=body)
+        assert started.wait(120)
+        single = other.post("/v1/completions", json={"prompt": FUNCTIONS[2], "max_tokens": 8})
+        response = listed.result(300)
+    assert single.status_code == 200 and single.json()["choices"][0]["text"].strip()
+    assert response.status_code == 200, response.text
+    assert len(response.json()["choices"]) == 6
+    assert len(widths) >= 2 and widths[0] == 6  # stopped for the request, then run again
