@@ -184,6 +184,31 @@ def test_a_name_the_file_imports_already_is_held_past_any_margin() -> None:
     assert held.pick("oper", [(0, " }", 30.0), (1, "ate", 1.0)]) == 1 and not held.released
 
 
+def test_a_token_ending_a_word_where_the_tokenizer_would_not_is_passed_over() -> None:
+    # rxjs's index.ts, cold: `` operator`` (the model's ``operator``) led `` pairs`` by 0.3 among
+    # the tokens that fit; after it, the ``s`` of ``operators`` was not among the best 1024.
+    choices = ImportChoices(
+        {
+            "./internal/umd": ("operators",),
+            "./internal/observable/pairs": ("pairs",),
+            "./types": ("OperatorFunction",),
+        },
+        language="js",
+        keyword="export",
+        bound=("throwError",),
+    )
+    bpe = {" operators": [" operators"], " pairs": [" pairs"], " OperatorFunction": [" Operator", "Function"]}
+    ranked = [(0, " throwError", 14.9), (1, " operator", 10.3), (2, " pairs", 10.0), (3, " operators", 9.7)]
+    g = JsImportGuide(choices, "export {", margin=12.0)
+    g.pieces = lambda text: bpe.get(text, list(text))
+    assert g.pick("", ranked) == 2 and g.held
+    split = JsImportGuide(choices, "export {", margin=12.0)
+    split.pieces = g.pieces
+    assert split.pick("", [(0, " throwError", 14.9), (1, " Operator", 10.3), (2, " pairs", 10.0)]) == 1
+    # Without the tokenizer's word (a guide nobody gave ``pieces``), every end counts, as before.
+    assert JsImportGuide(choices, "export {", margin=12.0).pick("", ranked) == 1
+
+
 def test_a_list_goes_on_while_its_module_gives_more_missing_names() -> None:
     g = JsImportGuide(CHOICES, "import { ")
     assert g.pick("ObservableInput", [(0, " }", 3.0), (1, ",", 1.0)]) == 1

@@ -156,6 +156,9 @@ class Decoder:
         top = np.argpartition(logits, -k)[-k:]
         top = top[np.argsort(-logits[top], kind="stable")]
         piece = self.model.piece
+        if guide.pieces is None:
+            tokenize = self.model.tokenize
+            guide.pieces = lambda text: [piece(t).decode("utf-8", "replace") for t in tokenize(text)]
         ranked = [(int(t), piece(int(t)).decode("utf-8", "replace"), float(logits[t])) for t in top]
         return guide.pick(text, ranked)
 

@@ -17,7 +17,7 @@ line is names of M, each followed by a comma: the guide keeps it to the missing 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from fimble.completion.context.imports import ImportChoices, open_list
@@ -44,11 +44,16 @@ _NAMES_SEP = re.compile(r",\s*")
 _SPEC_SO_FAR = re.compile(r"""\}\s*from\s*(['"])([^'"\n]*)(['"]?)""")
 # What may follow a module's specifier and still name it: ESM's written extensions, an index.
 _ENDINGS = ("", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", "/index", "/index.js")
+# A run of letters: the words a byte-level BPE tokenizer (Qwen2's, Llama 3's) splits text into
+# before merging, each with at most one other character in front (`` pairs``, ``/pairs``).
+_LETTERS = re.compile(r"[^\W\d_]+")
 
 
 class Guide(Protocol):
     released: bool  # stepped aside: the model chose freely from then on
     breadth: int  # how many of the model's best next tokens ``pick`` is shown
+    # How the model's tokenizer splits a text into pieces; the engine sets it before the first pick.
+    pieces: Callable[[str], Sequence[str]] | None
 
     def pick(self, text: str, ranked: Sequence[tuple[int, str, float]]) -> int:
         """The next token after the generated ``text``, given the model's best (token, piece,
@@ -70,6 +75,9 @@ class ImportGuide:
         self.released = False
         self.held = False  # kept to the choices against the model once: kept so to the line's end
         self.breadth = JS_BREADTH if choices.language == "js" else BREADTH
+        self.pieces: Callable[[str], Sequence[str]] | None = None
+        self._words: frozenset[str] | None = None
+        self._splits: dict[str, frozenset[int]] = {}
 
     def _names_fit(self, names: tuple[str, ...], listed: str, *, whole: bool) -> bool:
         """``listed`` ("a, b, c") names distinct members of ``names``; the last one may be
@@ -127,15 +135,64 @@ class ImportGuide:
         if not committed and not self._fits(line, top[1]):
             self.released = True  # the model is not writing an import: not ours to say it should
             return top[0]
-        for tok, piece, logit in ranked:
-            if self._fits(line, piece):
-                if tok != top[0] and not self.held and self._holds(line + top[1]):
-                    self.held = True
-                if self.held or top[2] - logit <= self.margin:
-                    return tok
-                break
+        fitting = ((tok, piece, logit) for tok, piece, logit in ranked if self._fits(line, piece))
+        best = first = next(fitting, None)
+        if first is not None and not self._whole_split(line + first[1]):
+            best = next((f for f in fitting if self._whole_split(line + f[1])), first)
+        if best is not None:
+            tok, _, logit = best
+            if tok != top[0] and not self.held and self._holds(line + top[1]):
+                self.held = True
+            if self.held or top[2] - logit <= self.margin:
+                return tok
         self.released = True
         return top[0]
+
+    def _whole_split(self, text: str) -> bool:
+        """``text`` ends where the tokenizer would end a piece of the statement it starts: at the
+        end of a word, or where the tokenizer splits the word the choices finish it with.
+
+        Elsewhere the model's token stands for another word: ``operator`` of rxjs's ``operators``
+        (one token, `` operators``) is the model's ``operator`` or ``OperatorFunction``, and after
+        it the ``s`` that ``operators`` needs is not among its best 1024 tokens, so the guide
+        could only step aside (and the model wrote ``'./internal/observable/operator'``, a module
+        that does not exist). Without ``pieces`` (no tokenizer to ask) every end counts."""
+        if self.pieces is None or not text or not text[-1].isalpha():
+            return True
+        start = len(text)
+        while start > 0 and text[start - 1].isalpha():
+            start -= 1
+        run = text[start:]
+        before = text[start - 1 : start]
+        lead = "" if before in ("\r", "\n") or before.isdigit() else before
+        for word in self._choice_words():
+            if word == run:
+                return True
+            if word.startswith(run) and len(lead) + len(run) in self._split_ends(lead + word):
+                return True
+        return False
+
+    def _choice_words(self) -> frozenset[str]:
+        """The runs of letters of every statement the choices could make."""
+        if self._words is None:
+            c = self.choices
+            texts = [*c.plain, *c.modules, *(n for ns in c.modules.values() for n in ns), "from import"]
+            if c.language == "js":
+                texts += [c.js_head(), c.js_head(type_only=True), *(c.js_tail(m) for m in c.modules)]
+            self._words = frozenset(w for t in texts for w in _LETTERS.findall(t))
+        return self._words
+
+    def _split_ends(self, text: str) -> frozenset[int]:
+        """Where the tokenizer's pieces of ``text`` end (character offsets)."""
+        ends = self._splits.get(text)
+        if ends is None:
+            assert self.pieces is not None
+            at, found = 0, set()
+            for piece in self.pieces(text):
+                at += len(piece)
+                found.add(at)
+            ends = self._splits[text] = frozenset(found)
+        return ends
 
     def _holds(self, text: str) -> bool:
         """``text`` (the line with the model's own next piece) cannot work whatever the model's
