@@ -9,8 +9,9 @@ real HTTP client:
 2. **as a list**: the same prompts in one ``/v1/completions`` request (``prompt`` a list), which the
    server decodes side by side in one batch job (``Completer.submit_batch``);
 3. **keystrokes**: ``--keys`` requests that type a line one character each, first with the server
-   idle, then while a second list request runs; their latencies side by side (the batch job is
-   stopped for each and runs again with what had finished kept).
+   idle, then the same keys while a second list request runs, each phase after a request elsewhere
+   (its first keystroke cold in both); their latencies side by side with the server's timings
+   (the batch job is stopped for each and runs again with what had finished kept).
 
 Reports requests/s of 1 and 2 (their ratio is the batch's gain on this CPU), how many answers
 differ between them (greedy; batch shapes may part at near-ties), and keystroke latency
@@ -42,6 +43,7 @@ from bench.batch import requests  # noqa: E402
 from tests.reliability.load import summary  # noqa: E402
 
 TYPED = "def parse_header(line):\n    name, _, value = line.partition(':')\n    return "
+OTHER = "import os\n\n\ndef home():\n    return os.path."
 KEYSTROKES = "name.strip().lower(), value.strip()"
 
 
@@ -61,18 +63,43 @@ def _texts(response: httpx.Response) -> list[str]:
     return [c["text"] for c in response.json()["choices"]]
 
 
-def _keystrokes(http: httpx.Client, keys: int, offset: int, running: Any = None) -> list[dict[str, Any]]:
-    """Type ``keys`` characters of ``KEYSTROKES`` from ``offset``, one request each; whether the
-    list request was still running when each was sent."""
+def _keystrokes(http: httpx.Client, keys: int, running: Any = None) -> list[dict[str, Any]]:
+    """Type the first ``keys`` characters of ``KEYSTROKES``, one ``/completion`` request each, after
+    a request at an unrelated place (so the first keystroke finds nothing of its prompt in the KV
+    cache, idle or not); each with its wall time, the server's timings and whether the list
+    request was still running when it was sent."""
+    http.post("/completion", json={"prompt": _fim(OTHER, "\n"), "n_predict": 1}).raise_for_status()
     out = []
-    for k in range(offset, offset + keys):
-        body = {"prompt": _fim(TYPED + KEYSTROKES[:k], "\n"), "max_tokens": 16}
+    for k in range(1, keys + 1):
+        body = {"prompt": _fim(TYPED + KEYSTROKES[:k], "\n"), "n_predict": 16}
         during = running is not None and not running.done()
         t0 = time.perf_counter()
-        http.post("/v1/completions", json=body).raise_for_status()
-        out.append({"ms": (time.perf_counter() - t0) * 1000, "during_list": during})
+        response = http.post("/completion", json=body)
+        response.raise_for_status()
+        timings = response.json()["timings"]
+        out.append(
+            {
+                "ms": (time.perf_counter() - t0) * 1000,
+                "during_list": during,
+                "prompt_n": timings["prompt_n"],
+                "prompt_ms": timings["prompt_ms"],
+                "predicted_n": timings["predicted_n"],
+                "predicted_ms": timings["predicted_ms"],
+            }
+        )
         time.sleep(0.3)  # a typist's pause: the batch job resumes between keystrokes
     return out
+
+
+def _keys_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Wall-time percentiles, and the server's own: prompt tokens evaluated and the time outside
+    evaluation and generation (queueing, waiting for the batch to stop, HTTP)."""
+    return {
+        **summary([r["ms"] for r in rows]),
+        "prompt_n": [r["prompt_n"] for r in rows],
+        "predicted_n": [r["predicted_n"] for r in rows],
+        "other_ms": summary([r["ms"] - r["prompt_ms"] - r["predicted_ms"] for r in rows]),
+    }
 
 
 def main() -> None:
@@ -134,12 +161,12 @@ def _run(url: str, prompts: list[str], args: argparse.Namespace) -> dict[str, An
         t0 = time.perf_counter()
         listed = _texts(http.post("/v1/completions", json={**body, "prompt": prompts}))
         list_s = time.perf_counter() - t0
-        idle = _keystrokes(keys, args.keys, 1)
+        idle = _keystrokes(keys, args.keys)
         with ThreadPoolExecutor(1) as pool:
             t0 = time.perf_counter()
             running = pool.submit(http.post, "/v1/completions", json={**body, "prompt": prompts})
             time.sleep(2.0)  # the list's first prompts are being read
-            during = _keystrokes(keys, args.keys, 1 + args.keys, running)
+            during = _keystrokes(keys, args.keys, running)
             again = _texts(running.result())
             busy_s = time.perf_counter() - t0
     n = len(prompts)
@@ -153,8 +180,8 @@ def _run(url: str, prompts: list[str], args: argparse.Namespace) -> dict[str, An
             "answers_differing_from_the_first_list": sum(a != b for a, b in zip(listed, again, strict=True)),
         },
         "keystroke_ms": {
-            "idle": summary([k["ms"] for k in idle]),
-            "during_list": summary([k["ms"] for k in during if k["during_list"]]),
+            "idle": _keys_summary(idle),
+            "during_list": _keys_summary([k for k in during if k["during_list"]]),
             "sent_during_list": sum(k["during_list"] for k in during),
         },
         "answers": {"alone": alone, "as_a_list": listed},
