@@ -369,6 +369,16 @@ def _model_path(model: str | os.PathLike[str]) -> Path:
     return resolve(model)
 
 
+def _fimble_repacks(model: Path) -> bool:
+    """Whether fimble loads ``model`` here with its extra buffer types (its CPU path is ``full``);
+    True without fimble to ask."""
+    try:
+        from fimble.models.cpu_path import CpuPath, verdict_for
+    except ImportError:
+        return True
+    return verdict_for(model).path is CpuPath.FULL
+
+
 class PeerServer:
     """``llama-server`` on one GGUF with llama.vim's recommended FIM flags, for a ``with`` block.
 
@@ -379,6 +389,12 @@ class PeerServer:
     generation and prompt alike. ``-b``/``-ub`` matter beyond speed: ``/infill`` keeps at most 3/4 of
     ``-b`` tokens of prefix and 1/4 of suffix; the context left after ``-b`` and the answer holds
     ``input_extra``.
+
+    ``repack``: None follows the CPU path fimble's probe chose for this model here
+    (``fimble.models.cpu_path``): anything but ``full`` adds ``--no-repack``, which leaves out every
+    extra buffer type, AMX's included. Both systems then run the same kernels, and the peer runs at
+    all where ggml's AMX kernels fault (an Intel VM that lists AMX: the server died of SIGSEGV while
+    loading, and fimble runs ``plain`` there).
     """
 
     def __init__(
@@ -396,6 +412,7 @@ class PeerServer:
         extra_args: Sequence[str] = (),
         log_path: str | os.PathLike[str] | None = None,
         startup_timeout_s: float = 180.0,
+        repack: bool | None = None,
     ) -> None:
         self.binary = Path(binary) if binary else default_binary()
         if not (self.binary.is_file() and os.access(self.binary, os.X_OK)):
@@ -403,6 +420,7 @@ class PeerServer:
         self.model = _model_path(model)
         self.port = port or _free_port()
         self.threads = threads or _physical_cores()
+        self.repack = _fimble_repacks(self.model) if repack is None else repack
         self.args = [
             "-m", str(self.model),
             "--host", "127.0.0.1",
@@ -413,6 +431,7 @@ class PeerServer:
             "--ubatch-size", str(ubatch),
             "--cache-reuse", str(cache_reuse),
             "--flash-attn", flash_attn,
+            *([] if self.repack else ["--no-repack"]),
             *extra_args,
         ]  # fmt: skip
         self.log_path = Path(log_path) if log_path else None
