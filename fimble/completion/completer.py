@@ -411,6 +411,11 @@ class Completer:
         self._stats.count(requests=len(items))
         return self.worker.submit(run, None, JobKind.BATCH)
 
+    def make_way(self) -> Callable[[], None]:
+        """A request is being prepared off the engine thread: stop batch and idle work now rather
+        than at its submission (``EngineWorker.make_way``); call the release once it is submitted."""
+        return self.worker.make_way(JobKind.REQUEST)
+
     def cancel(self, job: Job[Any], reason: str = "cancelled") -> None:
         """Cancel a job for its caller (a generation others wait on goes on until they cancel too)."""
         job.cancel.cancel(reason)

@@ -9,6 +9,11 @@ The model loads on the worker thread, so a server can answer requests (with noth
 
 When no job of a more urgent kind is queued the worker gives its ``warmer``
 (``fimble.completion.warmup``) idle time, one short step at a time (``JobKind.WARMUP``).
+
+A front door prepares a job off this thread before submitting it (reads the request, gathers its
+repository context). While it does, ``make_way`` already stops what that job would stop: on two
+cores a batch's decode threads otherwise take the CPU the preparation needs, and the keystroke waits
+for the scheduler to give it a turn (``fimble.server.http.runner.MakeWay`` has the figures).
 """
 
 from __future__ import annotations
@@ -82,6 +87,7 @@ class EngineWorker:
         self._closed = False
         self._idle_due = False  # a job finished since the warmer last said it had nothing to do
         self._idle_cancel: CancelToken | None = None
+        self._coming: list[JobKind] = []  # jobs being prepared (``make_way``)
         self.ready = threading.Event()  # set once the model loaded (or failed to)
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -109,6 +115,37 @@ class EngineWorker:
             self._jobs.push(job)
             self._cond.notify()
         return job
+
+    def make_way(self, kind: JobKind = JobKind.REQUEST) -> Callable[[], None]:
+        """A job of ``kind`` is being prepared and will be submitted soon: the work it would stop
+        and run again later (``Decision.REQUEUE``: a batch, the idle step, indexing) stops now, and
+        none of it starts or resumes until the returned release is called (idempotent; call it once
+        the job is submitted, or when the preparation ends without one). Pre-emptions wait for the
+        submission itself: a prefetch may be the very answer the job adopts."""
+        with self._cond:
+            self._coming.append(kind)
+            running = self._running
+            if running is not None and decide(running.kind, kind) is Decision.REQUEUE:
+                running.cancel.pause()
+            if self._idle_cancel is not None and decide(JobKind.WARMUP, kind) is Decision.REQUEUE:
+                self._idle_cancel.cancel("request")
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            with self._cond:
+                if not released:
+                    released = True
+                    self._coming.remove(kind)
+                    # An idle step stopped for a request that never came asks again.
+                    self._idle_due = self._idle_due or (self._engine is not None and self.warmer is not None)
+                    self._cond.notify()
+
+        return release
+
+    def _held(self, kind: JobKind) -> bool:
+        """Whether work of ``kind`` waits for a job being prepared (``make_way``)."""
+        return any(decide(kind, coming) is Decision.REQUEUE for coming in self._coming)
 
     def _admit(self, new: Job[Any]) -> None:
         """What ``new`` does to the queued, running and idle work (``scheduler.RULES``)."""
@@ -176,12 +213,13 @@ class EngineWorker:
             self.ready.set()
         while True:
             with self._cond:
-                while not self._jobs and not self._closed and not self._idle_due:
+                while not self._closed and not self._can_start():
                     self._cond.wait()
                 if self._closed and not self._jobs:
                     break
                 top = self._jobs.peek()
-                if top is None or (self._idle_due and not self._closed and top.kind > JobKind.WARMUP):
+                idle_now = self._idle_due and not self._closed and not self._held(JobKind.WARMUP)
+                if top is None or (idle_now and top.kind > JobKind.WARMUP):
                     self._idle_due = False
                     self._idle_cancel = idle = CancelToken()
                     self._idle_step(idle)
@@ -210,6 +248,13 @@ class EngineWorker:
                     self._idle_due = self._engine is not None and self.warmer is not None
         if self._engine is not None:
             self._engine.close()
+
+    def _can_start(self) -> bool:
+        """A queued job, or the idle step, that no job being prepared holds back."""
+        top = self._jobs.peek()
+        if top is not None and not self._held(top.kind):
+            return True
+        return self._idle_due and not self._held(JobKind.WARMUP)
 
     def _requeued(self, job: Job[Any]) -> bool:
         """Put a job stopped by a more urgent one (``Decision.REQUEUE``) back in the queue, its

@@ -125,6 +125,9 @@ class SharedCompleter:
     def submit_batch(self, items: Sequence[BatchItem]) -> Job[list[Generation]]:
         return self._current.submit_batch(items)
 
+    def make_way(self) -> Callable[[], None]:
+        return self._current.make_way()
+
     def detach(self, job: Job[Any]) -> bool:
         return self._current.detach(job)
 

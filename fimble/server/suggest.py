@@ -141,16 +141,21 @@ class Suggester:
         job = self.completer.answer_now(request, query.key)
         if job is None:
             t0 = time.monotonic()
-            context = await self.index.context_for(
-                query.path, text[:offset], text[offset:], min(_CONTEXT_TIMEOUT_S, max(0.0, deadline - t0))
-            )
-            timeline["context_ms"] = round((time.monotonic() - t0) * 1000, 1)
-            timeline["context_files"] = sum(1 for c in context if c[2] != IMPORT_CHOICES)  # files shown
-            if not self._newest(query.key, seq):
-                timeline["outcome"] = "superseded"
-                return None
-            request = replace(request, context_files=context)
-            job = self.completer.submit(request, key=query.key)
+            # Batch and idle work stop while the context is gathered, not only once the job is in.
+            release = self.completer.make_way()
+            try:
+                context = await self.index.context_for(
+                    query.path, text[:offset], text[offset:], min(_CONTEXT_TIMEOUT_S, max(0.0, deadline - t0))
+                )
+                timeline["context_ms"] = round((time.monotonic() - t0) * 1000, 1)
+                timeline["context_files"] = sum(1 for c in context if c[2] != IMPORT_CHOICES)  # files shown
+                if not self._newest(query.key, seq):
+                    timeline["outcome"] = "superseded"
+                    return None
+                request = replace(request, context_files=context)
+                job = self.completer.submit(request, key=query.key)
+            finally:
+                release()
         result = await self._await(job, deadline, prompt_wait, timeline)
         last = self.completer.last
         timeline["engine"] = generation_stats(result.generation) if result is not None else dict(last)

@@ -281,6 +281,68 @@ def test_batch_work_waits_while_the_warmer_has_work_and_does_not_stop_it() -> No
     worker.close()
 
 
+def _stoppable(started: threading.Event, runs: list[str]):  # type: ignore[no-untyped-def]
+    """A batch job that runs until stopped (or 0.2 s); each run says when it started."""
+
+    def batch(_e: object, cancel: CancelToken) -> str:
+        runs.append("run")
+        started.set()
+        for _ in range(20):
+            if cancel.cancelled:
+                return "stopped"
+            time.sleep(0.01)
+        return f"done after {len(runs)} runs"
+
+    return batch
+
+
+def test_making_way_stops_batch_work_at_once_and_holds_it_until_the_request_is_submitted() -> None:
+    worker = EngineWorker(FakeEngine)  # type: ignore[arg-type]
+    started, runs = threading.Event(), []
+    job = worker.submit(_stoppable(started, runs), kind=JobKind.BATCH)
+    assert started.wait(5)
+    release = worker.make_way()
+    assert job.cancel.cancelled  # paused while the request is read, before it is submitted
+    time.sleep(0.3)
+    assert runs == ["run"] and not job.future.done()  # requeued, and held back meanwhile
+    request = worker.submit(lambda e, c: list(runs))
+    release()
+    release()  # idempotent
+    assert request.future.result(5) == ["run"]  # the request ran before the batch resumed
+    assert job.future.result(5) == "done after 2 runs"
+    worker.close()
+
+
+def test_a_released_way_with_no_request_lets_held_work_resume() -> None:
+    warmer = _IdleWarmer(steps=1000)
+    worker = EngineWorker(FakeEngine, warmup=lambda _e: warmer)  # type: ignore[arg-type, return-value]
+    assert warmer.started.wait(5)
+    release = worker.make_way()
+    time.sleep(0.1)
+    assert warmer.cancelled >= 1  # the idle step stopped too
+    ran = warmer.ran
+    time.sleep(0.3)
+    assert warmer.ran == ran  # and none started while the way was held
+    release()  # the request was refused before it reached the engine
+    time.sleep(0.3)
+    assert warmer.ran > ran
+    worker.close()
+
+
+def test_making_way_for_a_request_leaves_another_request_running() -> None:
+    worker = EngineWorker(FakeEngine)  # type: ignore[arg-type]
+    started = threading.Event()
+    first = worker.submit(_held(started))
+    assert started.wait(5)
+    release = worker.make_way()
+    assert not first.cancel.cancelled
+    release()
+    first.cancel.cancel()
+    with pytest.raises(Cancelled):
+        first.future.result(5)
+    worker.close()
+
+
 class _Busy:
     def __init__(self) -> None:
         self.depth = 0

@@ -7,6 +7,7 @@ by the LSP tests in tests/server/lsp.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -37,6 +38,11 @@ class StubCompleter:
         self.cancelled: list[Job[Any]] = []
         self.last: dict[str, object] = {}
         self.model = "stub"
+        self.ways: list[str] = []  # "made" / "released", in order
+
+    def make_way(self) -> Callable[[], None]:
+        self.ways.append("made")
+        return lambda: self.ways.append("released")
 
     def answer_now(self, request: CompletionRequest, key: str | None) -> Job[CompletionResult] | None:
         return None
@@ -102,6 +108,17 @@ async def test_serves_the_engine_text_with_an_id() -> None:
     suggestion = await task
     assert suggestion is not None and suggestion.text == "1" and len(suggestion.id) == 16
     assert s.last["outcome"] == "served"
+
+
+async def test_batch_and_idle_work_make_way_while_the_context_is_gathered() -> None:
+    """The way is made before the repository context is read and released once the job is in."""
+    stub = StubCompleter()
+    s = _suggester(stub)
+    task = asyncio.ensure_future(s.suggest(Query("u", "x = ", 4, invoked=True), Settings()))
+    await _until(lambda: stub.jobs)
+    assert stub.ways == ["made", "released"]
+    stub.jobs[0][1].future.set_result(_result("1"))
+    assert await task is not None
 
 
 async def test_a_newer_request_supersedes_the_running_one() -> None:

@@ -25,7 +25,7 @@ from fimble.server.http import health, llamacpp, ollama, openai
 from fimble.server.http.context import AppContext, ContextSource, Endpoint, error_body, wrap
 from fimble.server.http.metrics import Metrics, MetricsMiddleware
 from fimble.server.http.openapi import openapi_document
-from fimble.server.http.runner import Gate, Runner
+from fimble.server.http.runner import Gate, MakeWay, Runner
 from fimble.server.http.settings import HttpSettings
 
 __all__ = ["ENDPOINTS", "create_app"]
@@ -130,6 +130,8 @@ def create_app(
     middleware.append(Middleware(MetricsMiddleware, metrics=metrics, routes=[ep.path for ep in endpoints]))
     if settings.api_key is not None:
         middleware.append(Middleware(BearerAuth, api_key=settings.api_key))
+    completing = [ep.path for ep in endpoints if ep.completes]
+    middleware.append(Middleware(MakeWay, completer=completer, routes=completing))  # after the key check
     app = Starlette(
         routes=routes,
         middleware=middleware,

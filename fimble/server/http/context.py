@@ -147,6 +147,7 @@ class Endpoint:
     responses: dict[str, Any] = field(default_factory=dict)  # OpenAPI responses besides errors
     errors: tuple[int, ...] = (400, 403, 413, 422, 429, 503)
     public: bool = False  # reachable without the API key
+    completes: bool = False  # a POST runs the model: batch and idle work make way as it arrives
     tag: str = ""
 
 

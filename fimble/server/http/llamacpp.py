@@ -240,6 +240,7 @@ ENDPOINTS = (
         "llama-server completion (Continue's llama.cpp provider)",
         fields=COMPLETION_FIELDS,
         responses=_COMPLETION_RESPONSES,
+        completes=True,
         tag="llama.cpp",
     ),
     Endpoint(
@@ -250,6 +251,7 @@ ENDPOINTS = (
         "llama-server infill (llama.vim, llama.vscode)",
         fields=INFILL_FIELDS,
         responses=_RESPONSES,
+        completes=True,
         tag="llama.cpp",
     ),
 )

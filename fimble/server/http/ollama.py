@@ -288,6 +288,7 @@ ENDPOINTS = (
                 },
             }
         },
+        completes=True,
         tag="Ollama",
     ),
     Endpoint(

@@ -225,6 +225,7 @@ ENDPOINTS = (
                 },
             }
         },
+        completes=True,
         tag="OpenAI",
     ),
     Endpoint(

@@ -334,3 +334,37 @@ def test_failing_or_slow_index_costs_only_the_context(serve) -> None:
         with served.client() as client:
             r = client.post("/infill", json={"input_prefix": "x = ", "input_suffix": "\n", "n_predict": 2})
         assert r.status_code == 200 and "src/math.ts" not in served.engine.prompts[-1]
+
+
+def test_a_completion_request_stops_batch_work_as_it_arrives_not_at_its_submission(serve) -> None:
+    """While the request's repository context is gathered, a running batch job is stopped already
+    (on two cores its decoding would take the CPU the request needs) and it resumes afterwards."""
+    from fimble.completion.scheduler import JobKind
+
+    batch_runs: list[str] = []
+    started = threading.Event()
+
+    def batch(_engine: object, cancel: object) -> str:
+        batch_runs.append("run")
+        started.set()
+        for _ in range(300):
+            if cancel.cancelled:  # type: ignore[attr-defined]
+                return "stopped"
+            time.sleep(0.01)
+        return f"done after {len(batch_runs)} runs"
+
+    class Watching(SnippetIndex):
+        def context_for(self, path, prefix, suffix):  # type: ignore[no-untyped-def]
+            self.batch_paused = job.cancel.cancelled
+            return super().context_for(path, prefix, suffix)
+
+    index = Watching()
+    served = serve(index=IndexRunner(index))
+    job = served.completer.worker.submit(batch, kind=JobKind.BATCH)
+    assert started.wait(5)
+    with served.client() as client:
+        r = client.post("/infill", json={"input_prefix": "x = ", "input_suffix": "\n", "n_predict": 2})
+        assert r.status_code == 200
+        assert index.batch_paused  # stopped before the request reached the engine
+        assert client.get("/health").status_code == 200  # a request that does not complete
+    assert job.future.result(10) == "done after 2 runs"  # resumed once, after the request
