@@ -22,7 +22,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from fimble.completion.engine import Engine
 from fimble.completion.engine.cancel import CancelToken
@@ -36,6 +36,7 @@ __all__ = ["Busy", "EngineWorker", "Job", "JobKind"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+_IDLE: Literal["idle"] = "idle"  # ``EngineWorker._next``: the warmer's idle step
 
 
 class Busy(Protocol):
@@ -138,7 +139,7 @@ class EngineWorker:
                     released = True
                     self._coming.remove(kind)
                     # An idle step stopped for a request that never came asks again.
-                    self._idle_due = self._idle_due or (self._engine is not None and self.warmer is not None)
+                    self._idle_due = self._idle_due or self._warmer_ready()
                     self._cond.notify()
 
         return release
@@ -209,17 +210,15 @@ class EngineWorker:
             self.load_error = FimbleError(f"the model failed to load: {err}; see the log")
         finally:
             # The warmer's first idle step measures this machine's speed (``warmup.Warmer.measure``).
-            self._idle_due = self._engine is not None and self.warmer is not None
+            self._idle_due = self._warmer_ready()
             self.ready.set()
         while True:
             with self._cond:
-                while not self._closed and not self._can_start():
+                while (upcoming := self._next()) is None and not self._closed:
                     self._cond.wait()
-                if self._closed and not self._jobs:
+                if upcoming is None:  # closed, nothing queued
                     break
-                top = self._jobs.peek()
-                idle_now = self._idle_due and not self._closed and not self._held(JobKind.WARMUP)
-                if top is None or (idle_now and top.kind > JobKind.WARMUP):
+                if upcoming is _IDLE:
                     self._idle_due = False
                     self._idle_cancel = idle = CancelToken()
                     self._idle_step(idle)
@@ -245,16 +244,25 @@ class EngineWorker:
             finally:
                 with self._cond:
                     self._running = None
-                    self._idle_due = self._engine is not None and self.warmer is not None
+                    self._idle_due = self._warmer_ready()
         if self._engine is not None:
             self._engine.close()
 
-    def _can_start(self) -> bool:
-        """A queued job, or the idle step, that no job being prepared holds back."""
+    def _next(self) -> Job[Any] | Literal["idle"] | None:
+        """What runs next: the most urgent queued job, or the idle step when it is due and that job
+        waits for the warmer (or none is queued); None: nothing yet. Work a job being prepared
+        holds back (``make_way``) counts as not queued; once closed, queued jobs run regardless."""
         top = self._jobs.peek()
-        if top is not None and not self._held(top.kind):
-            return True
-        return self._idle_due and not self._held(JobKind.WARMUP)
+        if self._closed:
+            return top
+        if top is not None and self._held(top.kind):
+            top = None
+        if self._idle_due and not self._held(JobKind.WARMUP) and (top is None or top.kind > JobKind.WARMUP):
+            return _IDLE
+        return top
+
+    def _warmer_ready(self) -> bool:
+        return self._engine is not None and self.warmer is not None
 
     def _requeued(self, job: Job[Any]) -> bool:
         """Put a job stopped by a more urgent one (``Decision.REQUEUE``) back in the queue, its
