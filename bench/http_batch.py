@@ -8,13 +8,16 @@ real HTTP client:
    request, one after the other;
 2. **as a list**: the same prompts in one ``/v1/completions`` request (``prompt`` a list), which the
    server decodes side by side in one batch job (``Completer.submit_batch``);
-3. **keystrokes**: ``--keys`` requests that type a line one character each, first with the server
+3. **independent clients**: ``--clients`` HTTP clients at once, each sending its share of the same
+   prompts one request after another (a team sharing one server): the server decodes the requests
+   that overlap side by side (``fimble.completion.side_by_side``);
+4. **keystrokes**: ``--keys`` requests that type a line one character each, first with the server
    idle, then the same keys while a second list request runs, each phase after a request elsewhere
    (its first keystroke cold in both); their latencies side by side with the server's timings
    (the batch job is stopped for each and runs again with what had finished kept).
 
-Reports requests/s of 1 and 2 (their ratio is the batch's gain on this CPU), how many answers
-differ between them (greedy; batch shapes may part at near-ties), and keystroke latency
+Reports requests/s of 1, 2 and 3 (their ratios to 1 are the batch's gains on this CPU), how many
+answers differ from 1's (greedy; batch shapes may part at near-ties), and keystroke latency
 percentiles idle and during the list. Writes JSON (default ``bench/results/http_batch.json``).
 Run on a quiet machine: ``chrt -r 1 .venv/bin/python bench/http_batch.py --n 32``.
 """
@@ -109,6 +112,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=32, help="requests (at most 64: one list request)")
     parser.add_argument("--lines", type=int, default=6, help="prefix lines above the cursor")
     parser.add_argument("--max-tokens", type=int, default=24)
+    parser.add_argument("--clients", type=int, default=4, help="independent clients at once (0: skip)")
     parser.add_argument("--keys", type=int, default=8, help="keystrokes idle and during the list")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results/http_batch.json")
@@ -136,6 +140,7 @@ def main() -> None:
         "n": args.n,
         "lines": args.lines,
         "max_tokens": args.max_tokens,
+        "clients": args.clients,
         "seed": args.seed,
         "machine": {"cpu": platform.processor() or platform.machine(), "logical_cpus": os.cpu_count()},
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -143,6 +148,25 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k != "answers"}, indent=1))
+
+
+def _clients(url: str, prompts: list[str], body: dict[str, Any], n: int) -> tuple[float, list[str]]:
+    """``n`` clients at once, client ``i`` sending prompts ``i, i + n, ...`` one after another;
+    the wall time and every answer in prompt order."""
+
+    def client(share: range) -> list[tuple[int, str]]:
+        with httpx.Client(base_url=url, timeout=3600) as http:
+            return [
+                (j, _texts(http.post("/v1/completions", json={**body, "prompt": prompts[j]}))[0])
+                for j in share
+            ]
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(n) as pool:
+        got = dict(
+            x for part in pool.map(client, [range(i, len(prompts), n) for i in range(n)]) for x in part
+        )
+    return time.perf_counter() - t0, [got[j] for j in range(len(prompts))]
 
 
 def _run(url: str, prompts: list[str], args: argparse.Namespace) -> dict[str, Any]:
@@ -161,6 +185,7 @@ def _run(url: str, prompts: list[str], args: argparse.Namespace) -> dict[str, An
         t0 = time.perf_counter()
         listed = _texts(http.post("/v1/completions", json={**body, "prompt": prompts}))
         list_s = time.perf_counter() - t0
+        clients = _clients(url, prompts, body, args.clients) if args.clients > 1 else None
         idle = _keystrokes(keys, args.keys)
         with ThreadPoolExecutor(1) as pool:
             t0 = time.perf_counter()
@@ -175,6 +200,15 @@ def _run(url: str, prompts: list[str], args: argparse.Namespace) -> dict[str, An
         "as_a_list": {"seconds": round(list_s, 2), "requests_per_s": round(n / list_s, 3)},
         "gain": round(one_s / list_s, 2),
         "answers_differing": sum(a != b for a, b in zip(alone, listed, strict=True)),
+        "independent_clients": None
+        if clients is None
+        else {
+            "clients": len(clients[1]),
+            "seconds": round(clients[0], 2),
+            "requests_per_s": round(n / clients[0], 3),
+            "gain": round(one_s / clients[0], 2),
+            "answers_differing": sum(a != b for a, b in zip(alone, clients[1], strict=True)),
+        },
         "list_with_keystrokes": {
             "seconds": round(busy_s, 2),
             "answers_differing_from_the_first_list": sum(a != b for a, b in zip(listed, again, strict=True)),
@@ -184,7 +218,7 @@ def _run(url: str, prompts: list[str], args: argparse.Namespace) -> dict[str, An
             "during_list": _keys_summary([k for k in during if k["during_list"]]),
             "sent_during_list": sum(k["during_list"] for k in during),
         },
-        "answers": {"alone": alone, "as_a_list": listed},
+        "answers": {"alone": alone, "as_a_list": listed, "clients": clients[1] if clients else None},
     }
 
 

@@ -33,6 +33,7 @@ from fimble.completion.service import (
     result_of,
     shape_of,
 )
+from fimble.completion.side_by_side import SideBySide
 from fimble.completion.small import SmallAnswers
 from fimble.completion.stats import CompleterStats, Stats
 from fimble.completion.typeahead import Flight, FlightCancel, TypeAhead
@@ -111,6 +112,9 @@ class Completer:
         self._typeahead = TypeAhead()
         self._small = SmallAnswers()
         self.flights = Flights(self.worker, self._stats, self._rerun)
+        self.side_by_side = SideBySide(
+            self.worker, lambda gen, queued_ms: self._stats.record(gen, queued_ms=queued_ms, path=None)
+        )
         self.ahead = WorkAhead(
             self.worker,
             self.flights,
@@ -357,6 +361,12 @@ class Completer:
 
         self._stats.count(requests=1)
         return self.worker.submit(run, key, kind)
+
+    def submit_shared(self, item: BatchItem) -> Job[Generation]:
+        """Queue a raw generation that may decode side by side with other clients' (no guide, no
+        streamed text): ``fimble.completion.side_by_side``. Alone, it is ``submit_tokens``."""
+        self._stats.count(requests=1)
+        return self.side_by_side.submit(item)
 
     def submit_batch(self, items: Sequence[BatchItem]) -> Job[list[Generation]]:
         """Queue several raw generations as one ``BATCH`` job that decodes them side by side

@@ -180,6 +180,11 @@ class EngineWorker:
         if self._running is not None and self._running.key == key:
             self._running.cancel.cancel("superseded")
 
+    def queued(self) -> bool:
+        """Whether a job waits in the queue (a side-by-side group stops growing: ``side_by_side``)."""
+        with self._cond:
+            return self._jobs.peek() is not None
+
     def cancel_key(self, key: str) -> None:
         """Cancel whatever is queued or running for ``key`` (its answer is no longer wanted)."""
         with self._cond:

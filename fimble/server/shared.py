@@ -122,6 +122,9 @@ class SharedCompleter:
     def submit_tokens(self, *args: Any, **kwargs: Any) -> Job[Any]:
         return self._current.submit_tokens(*args, **kwargs)
 
+    def submit_shared(self, item: BatchItem) -> Job[Generation]:
+        return self._current.submit_shared(item)
+
     def submit_batch(self, items: Sequence[BatchItem]) -> Job[list[Generation]]:
         return self._current.submit_batch(items)
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from fimble.completion.engine import BatchGeneration, StopCheck
-from fimble.completion.engine.batch import decode_batch
+from fimble.completion.engine.batch import Arrival, decode_batch
 from fimble.completion.engine.cancel import CancelToken
 from fimble.completion.engine.heads import CellCount, admission_order, shared_head
 from fimble.completion.engine.slot import Slot
@@ -189,3 +189,40 @@ def test_heads_order_and_cells() -> None:
     assert count.used == 0
     with pytest.raises(AssertionError):
         count.copy(3, 4, 1)
+
+
+def test_prompts_fed_while_it_runs_join_it_and_a_gone_one_stops_alone() -> None:
+    """A feed (independent clients: ``side_by_side``) gives prompts between steps; each is answered
+    as if alone and reported after the call's own; one whose own token is cancelled stops, the
+    others run on; asked with ``last``, an empty feed ends the call."""
+    first, late, gone_early, gone_late = [1, *range(20)], [2, *range(30)], [3, *range(20)], [4, *range(25)]
+    early, later = CancelToken(), CancelToken()
+    early.cancel("client left")
+    fed: list[bool] = []
+    rounds = {
+        1: [Arrival(late, 6), Arrival(gone_early, 6, cancel=early)],
+        3: [Arrival(gone_late, 12, cancel=later)],
+    }
+
+    def feed(last: bool) -> list[Arrival]:
+        fed.append(last)
+        if len(fed) == 5:
+            later.cancel("client left")
+        return rounds.get(len(fed), [])
+
+    done: dict[int, BatchGeneration] = {}
+    _, decoder, slots = batch(4)
+    got = decode_batch(
+        decoder,
+        slots,  # type: ignore[arg-type]
+        [first],
+        max_tokens=8,
+        feed=feed,
+        on_done=lambda i, g: done.__setitem__(i, g),
+    )
+    assert got == [done[0]] and done[0].tokens == alone(first, 8).tokens
+    assert done[1].tokens == alone(late, 6).tokens
+    assert done[2].stop_reason == "cancelled" and done[2].tokens_evaluated == 0
+    assert done[3].stop_reason == "cancelled" and 0 < len(done[3].tokens) < 12
+    assert fed[-1] is True and fed.count(True) == 1
+    assert all(not s.cells for s in slots)

@@ -7,6 +7,8 @@ prompts one after another on a CPU. Two things keep the rows full and the prompt
 - **Continuous batching**: when a sequence stops, the next waiting prompt takes its slot between two
   decode steps (its prompt evaluated alone, ``_admit`` says why) and joins the rows at the next step,
   instead of the slot idling until the slowest sequence of a wave ends.
+- **Late arrivals**: a ``feed`` gives prompts that came after the call started (independent HTTP
+  clients, ``fimble.completion.side_by_side``); they wait for a slot like the others.
 - **Shared heads**: prompts are taken in token order (``heads.admission_order``), so prompts that
   begin alike (lines of one file) run side by side. A prompt whose first tokens some batch sequence
   already holds (at least ``MIN_HEAD`` of them) gets those KV cells copied (``KVMemory.cp``: the
@@ -45,12 +47,29 @@ from fimble.completion.engine.heads import MIN_HEAD, CellCount, admission_order,
 from fimble.completion.engine.slot import Slot
 from fimble.errors import Cancelled, EngineError
 
-__all__ = ["MIN_HEAD", "OnDone", "check_fits", "decode_batch"]
+__all__ = ["MIN_HEAD", "Arrival", "Feed", "OnDone", "check_fits", "decode_batch"]
 
 log = logging.getLogger(__name__)
 
 # Called with a prompt's index and its generation as soon as it stops (the others may still run).
 OnDone = Callable[[int, BatchGeneration], None]
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """A prompt given to a running ``decode_batch`` by its ``feed``: its stop rules, its length
+    and its own cancel token (its client may go while the others run on)."""
+
+    prompt: Sequence[int]
+    max_tokens: int
+    stop: StopCheck | None = None
+    cancel: CancelToken | None = None
+
+
+# Called between decode steps with ``last`` False, and with ``last`` True when nothing is left to
+# decode: the prompts that arrived since (numbered on from the call's own, in order). Given ``last``,
+# an empty answer ends the call, so the feed must stop taking prompts in the same breath.
+Feed = Callable[[bool], Sequence[Arrival]]
 
 
 def check_fits(prompts: Sequence[Sequence[int]], n_ctx: int) -> None:
@@ -70,6 +89,7 @@ class _Seq:
     prompt: Sequence[int]
     max_tokens: int
     stop: StopCheck | None = None  # its own stop rules (``decode_batch``'s ``stops``)
+    gone: CancelToken | None = None  # its own cancel (its client went), beside the call's
     slot: Slot | None = None  # while it runs
     utf8: Any = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")("replace"))
     tokens: list[int] = field(default_factory=list)
@@ -105,6 +125,7 @@ class _Batch:
         min_head: int,
         on_done: OnDone | None,
         keep_interactive: bool = False,
+        feed: Feed | None = None,
     ) -> None:
         self.decoder = decoder
         self.model = decoder.model
@@ -118,6 +139,8 @@ class _Batch:
         self.min_head = min_head
         self.on_done = on_done
         self.keep_interactive = keep_interactive
+        self.feed = feed
+        self.seqs = seqs
 
     # -- cells ----------------------------------------------------------------------------------
 
@@ -196,6 +219,10 @@ class _Batch:
                 self.cancel_all()
                 return
             s = self.waiting[0]
+            if s.gone is not None and s.gone.cancelled:
+                self.waiting.popleft()
+                self.finish(s, "cancelled")
+                continue
             src, head = self.source(s.prompt)
             if src is not None and src in self.free:
                 target = src
@@ -310,12 +337,24 @@ class _Batch:
             s.choose(self.model.top2(i))
         return True
 
+    def arrive(self, last: bool) -> bool:
+        """Queue the prompts the feed gives; whether it gave any."""
+        if self.feed is None:
+            return False
+        came = self.feed(last)
+        for a in came:
+            s = _Seq(len(self.seqs), a.prompt, a.max_tokens, a.stop, gone=a.cancel)
+            self.seqs.append(s)
+            self.waiting.append(s)
+        return bool(came)
+
     def run(self) -> None:
         while True:
+            self.arrive(last=False)
             self.admit()
             if self.take_all() and self.waiting and self.free:
                 continue  # a slot came free: refill it before the next step
-            if not self.step() and not self.waiting:
+            if not self.step() and not self.waiting and not self.arrive(last=True):
                 break
 
 
@@ -333,6 +372,7 @@ def decode_batch(
     on_done: OnDone | None = None,
     limits: Sequence[int] | None = None,
     keep_interactive: bool = False,
+    feed: Feed | None = None,
 ) -> list[BatchGeneration]:
     """Greedy completions of ``prompts`` (any number; at most one per slot at a time, all slots
     empty), decoded together, one ``BatchGeneration`` per prompt in order.
@@ -344,8 +384,9 @@ def decode_batch(
     one ``max_tokens`` per prompt (at most ``max_tokens``), which is also what its cells are budgeted by.
     ``interactive``: the slot whose cells the batch may take when it needs them (see the module);
     with ``keep_interactive`` only for a prompt that cannot run otherwise (nothing else running).
-    ``on_done(index, generation)`` hears of each prompt as soon as it stops. The slots are empty again
-    on return."""
+    ``on_done(index, generation)`` hears of each prompt as soon as it stops. ``feed``: prompts that
+    arrive while it runs (``Feed``), reported through ``on_done`` with indices after ``prompts``';
+    the call returns only ``prompts``' generations. The slots are empty again on return."""
     checks = list(stops) if stops is not None else [stop] * len(prompts)
     caps = [min(max_tokens, n) for n in limits] if limits is not None else [max_tokens] * len(prompts)
     seqs = [_Seq(i, p, n, c) for i, (p, n, c) in enumerate(zip(prompts, caps, checks, strict=True))]
@@ -358,6 +399,7 @@ def decode_batch(
         min_head=min_head,
         on_done=on_done,
         keep_interactive=keep_interactive,
+        feed=feed,
     )
     decoder.cancel = cancel
     try:
@@ -366,10 +408,10 @@ def decode_batch(
         decoder.cancel = None
         for slot in slots:
             slot.clear()
-    for s in seqs:
+    for s in batch.seqs:
         if s.result is None:  # never ran: cancelled before its turn
             batch.finish(s, s.reason or "cancelled")
-    return [s.result or _generation(s) for s in seqs]
+    return [s.result or _generation(s) for s in batch.seqs[: len(prompts)]]
 
 
 def _take(s: _Seq, model: Any, max_tokens: int, stop: StopCheck | None, cancel: CancelToken | None) -> None:
@@ -377,7 +419,7 @@ def _take(s: _Seq, model: Any, max_tokens: int, stop: StopCheck | None, cancel: 
     if len(s.tokens) >= max_tokens:
         s.reason = "max_tokens"
         return
-    if cancel is not None and cancel.cancelled:
+    if (cancel is not None and cancel.cancelled) or (s.gone is not None and s.gone.cancelled):
         s.reason = "cancelled"
         return
     tok = s.choice

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fimble.completion.engine.batch import OnDone, check_fits, decode_batch
+from fimble.completion.engine.batch import Feed, OnDone, check_fits, decode_batch
 from fimble.completion.engine.cancel import CancelToken
 from fimble.completion.engine.config import BatchGeneration, EngineConfig, Generation, StopCheck
 from fimble.completion.engine.decoder import Decoder
@@ -267,6 +267,7 @@ class Engine:
         on_done: OnDone | None = None,
         limits: Sequence[int] | None = None,
         keep_interactive: bool = False,
+        feed: Feed | None = None,
     ) -> list[BatchGeneration]:
         """Greedy completions of ``prompts``, each in a batch slot, decoded together; one
         ``BatchGeneration`` per prompt, in order (see ``fimble.completion.engine.batch``).
@@ -278,7 +279,8 @@ class Engine:
         in place of ``stop`` for all; ``limits``: a ``max_tokens`` per prompt, which also budgets its
         KV cells. ``on_done(index, generation)``: each prompt as soon as it stops.
         ``keep_interactive``: run narrower rather than clear the interactive slot's cells (a
-        server, whose next keystroke wants them); they go only for a prompt that fits no other way."""
+        server, whose next keystroke wants them); they go only for a prompt that fits no other way.
+        ``feed``: prompts that arrive while it runs (``batch.Feed``; the caller checks that they fit)."""
         slots = self.batch_slots
         if not slots:
             raise EngineError(
@@ -302,6 +304,7 @@ class Engine:
             on_done=on_done,
             limits=limits,
             keep_interactive=keep_interactive,
+            feed=feed,
         )
 
     # -- KV state on disk ---------------------------------------------------------------------------

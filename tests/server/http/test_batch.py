@@ -5,6 +5,7 @@ in one batch job that an editor's request goes before, and the 400s of bad batch
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 from fimble.completion.engine import BatchGeneration
 from fimble.completion.scheduler import JobKind
 from fimble.server.http.body import MAX_PROMPTS
+from fimble.server.shared import SharedCompleter
 from tests.server.http.conftest import FakeEngine, Served, serve_model
 
 
@@ -167,3 +169,50 @@ def test_a_request_during_a_real_list_goes_first_and_the_list_still_ends(
     assert response.status_code == 200, response.text
     assert len(response.json()["choices"]) == 6
     assert len(widths) >= 2 and widths[0] == 6  # stopped for the request, then run again
+
+
+@pytest.mark.model
+def test_real_clients_asking_at_once_share_decode_steps_and_get_what_each_gets_alone(
+    served_model: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three independent ``/v1/completions`` clients, queued behind one job, decode in one batch
+    (``side_by_side``): each answer as when asked alone, near-ties aside."""
+    with served_model.client() as client:
+        alone = [
+            client.post("/v1/completions", json={"prompt": p, "max_tokens": 16}).json()["choices"][0]["text"]
+            for p in FUNCTIONS
+        ]
+    completer = served_model.completer
+    shared = (completer.current if isinstance(completer, SharedCompleter) else completer).side_by_side
+    gens: list[BatchGeneration] = []
+    real = served_model.engine.generate_batch
+
+    def spy(prompts: Any, **kw: Any) -> list[BatchGeneration]:
+        done = kw["on_done"]
+        kw["on_done"] = lambda i, gen: (gens.append(gen), done(i, gen))
+        return real(prompts, **kw)
+
+    monkeypatch.setattr(served_model.engine, "generate_batch", spy)
+    groups = shared.groups
+    release, running = threading.Event(), threading.Event()
+    completer.worker.submit(lambda e, c: running.set() or release.wait(60))
+    assert running.wait(30)
+    with ThreadPoolExecutor(3) as pool:
+        clients = [served_model.client() for _ in FUNCTIONS]
+        asked = [
+            pool.submit(c.post, "/v1/completions", json={"prompt": p, "max_tokens": 16})
+            for c, p in zip(clients, FUNCTIONS, strict=True)
+        ]
+        for _ in range(300):  # until all three wait in the queued group
+            if shared.in_flight == 3:
+                break
+            time.sleep(0.05)
+        release.set()
+        responses = [a.result(300) for a in asked]
+        for c in clients:
+            c.close()
+    assert all(r.status_code == 200 for r in responses), [r.text for r in responses]
+    assert shared.groups == groups + 1 and len(gens) == 3
+    texts = [r.json()["choices"][0]["text"] for r in responses]
+    near_ties = any(g.near_ties for g in gens)
+    assert texts == alone or near_ties, (texts, alone)
