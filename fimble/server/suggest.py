@@ -21,7 +21,7 @@ from typing import Any
 from fimble.completion.completer import EARLY_LINES
 from fimble.completion.context.imports import IMPORT_CHOICES
 from fimble.completion.jobs import Awaiting
-from fimble.completion.output.postprocess import whole_lines
+from fimble.completion.output.postprocess import finished_lines
 from fimble.completion.report import explanation, generation_stats
 from fimble.completion.service import CompletionRequest, CompletionResult
 from fimble.completion.worker import Job
@@ -253,7 +253,7 @@ class Suggester:
             if job.cancel.reason != "deadline":
                 timeline["outcome"] = "superseded"
                 return None
-            text, partial = whole_lines(text), True
+            text, partial = finished_lines(text, result.generation.text), True
         if not text.strip():
             return None
         latency = (time.monotonic() - received) * 1000

@@ -8,6 +8,7 @@ import pytest
 
 from fimble.completion.output.postprocess import (
     clean_completion,
+    finished_lines,
     fit_line_start,
     trim_suffix_overlap,
     whole_lines,
@@ -38,6 +39,16 @@ def test_trim_suffix_overlap(text: str, line_prefix: str, line_suffix: str, expe
 def test_clean_strips_trailing_whitespace() -> None:
     c = StopContext(line_prefix="x = ", suffix="\n", multiline=False)
     assert clean_completion("1   \n", c) == "1"
+
+
+def test_finished_lines_are_read_from_the_raw_text_not_the_cleaned_one() -> None:
+    assert (
+        finished_lines('return "Hello World"', 'return "Hello World"\n\n    rv = app')
+        == 'return "Hello World"'
+    )
+    assert finished_lines("a = 1\n    b", "a = 1\n    b") == "a = 1"
+    assert finished_lines('return "Hel', 'return "Hel') == ""
+    assert finished_lines("a = 1", "a = 1\n") == "a = 1"
 
 
 def test_whole_lines_keeps_only_finished_lines() -> None:

@@ -158,6 +158,22 @@ async def test_deadline_returns_the_whole_lines_generated_so_far() -> None:
     assert suggestion.text == "x = 1\n    y = 2"
 
 
+async def test_deadline_keeps_a_finished_line_whose_newline_the_clean_up_removed() -> None:
+    """A block cut at its deadline after its first line: the cleaned text no longer ends that line
+    with a newline, the raw generation does, so the line is shown (it used to show nothing)."""
+    stub = StubCompleter()
+    s = _suggester(stub)
+    task = asyncio.ensure_future(s.suggest(Query("u", "def f():\n    ", 13), Settings(deadline_ms=50)))
+    await _until(lambda: stub.jobs and stub.jobs[0][1].cancel.cancelled)
+    raw = 'return "Hello World"\n\n    rv = app'
+    gen = Generation(raw, (), "cancelled", 10, 10, 0, 1.0, 1.0)
+    stub.jobs[0][1].future.set_result(
+        CompletionResult(text='return "Hello World"', multiline=True, generation=gen, parts=())
+    )
+    suggestion = await task
+    assert suggestion is not None and suggestion.partial and suggestion.text == 'return "Hello World"'
+
+
 async def test_a_deadline_while_the_prompt_is_read_lets_the_evaluation_run_on() -> None:
     stub = StubCompleter()
     stub.detach = lambda job: True  # type: ignore[attr-defined]

@@ -6,6 +6,7 @@ from fimble.completion.output.stops import StopContext, make_stop_check
 
 __all__ = [
     "clean_completion",
+    "finished_lines",
     "fit_line_start",
     "may_reindent",
     "trim_suffix_lines",
@@ -267,6 +268,19 @@ def clean_completion(text: str, ctx: StopContext) -> str:
         text = trim_suffix_lines(text, ctx.suffix)
     text = fit_line_start(text, ctx)
     return text.replace("\n", ctx.newline) if ctx.newline != "\n" else text
+
+
+def finished_lines(clean: str, raw: str) -> str:
+    """The lines of ``clean`` (the cleaned-up ``raw``) that the generation finished, for a
+    generation stopped mid-way (a deadline). Which lines are whole is read from ``raw``: cleaning
+    strips the newline that ended the last one, so ``whole_lines`` of the clean text dropped a
+    finished first line (as served on a 2-core Xeon, 6 of 60 automatic line starts in empty function
+    bodies showed nothing at the 4 s deadline although their first line was written)."""
+    if not raw[raw.rfind("\n") + 1 :].strip():  # the raw text ends at a line end: all are whole
+        return clean
+    ended = raw.count("\n")  # lines the newline of which was generated
+    lines = clean.split("\n")
+    return "\n".join(lines[:ended]).rstrip() if len(lines) > ended else clean
 
 
 def whole_lines(text: str) -> str:
