@@ -150,6 +150,14 @@ def main() -> None:
     print(json.dumps({k: v for k, v in result.items() if k != "answers"}, indent=1))
 
 
+def _side_by_side(http: httpx.Client) -> int:
+    """The server's count of generations decoded side by side with other clients' (``/metrics``)."""
+    for line in http.get("/metrics").text.splitlines():
+        if line.startswith("fimble_side_by_side_generations_total "):
+            return int(line.split()[1])
+    return 0
+
+
 def _clients(url: str, prompts: list[str], body: dict[str, Any], n: int) -> tuple[float, list[str]]:
     """``n`` clients at once, client ``i`` sending prompts ``i, i + n, ...`` one after another;
     the wall time and every answer in prompt order."""
@@ -185,7 +193,9 @@ def _run(url: str, prompts: list[str], args: argparse.Namespace) -> dict[str, An
         t0 = time.perf_counter()
         listed = _texts(http.post("/v1/completions", json={**body, "prompt": prompts}))
         list_s = time.perf_counter() - t0
+        before = _side_by_side(http)
         clients = _clients(url, prompts, body, args.clients) if args.clients > 1 else None
+        together = _side_by_side(http) - before
         idle = _keystrokes(keys, args.keys)
         with ThreadPoolExecutor(1) as pool:
             t0 = time.perf_counter()
@@ -203,11 +213,12 @@ def _run(url: str, prompts: list[str], args: argparse.Namespace) -> dict[str, An
         "independent_clients": None
         if clients is None
         else {
-            "clients": len(clients[1]),
+            "clients": args.clients,
             "seconds": round(clients[0], 2),
             "requests_per_s": round(n / clients[0], 3),
             "gain": round(one_s / clients[0], 2),
             "answers_differing": sum(a != b for a, b in zip(alone, clients[1], strict=True)),
+            "decoded_side_by_side": together,
         },
         "list_with_keystrokes": {
             "seconds": round(busy_s, 2),

@@ -94,7 +94,8 @@ class SideBySide:
         self._running: _Group | None = None  # decoding as a batch and open: newcomers join
         self._in_flight = 0
         self._overlap_until = 0.0
-        self.groups = 0  # groups run as a batch (for status and tests)
+        self.groups = 0  # groups run as a batch (for tests)
+        self.generations = 0  # generations decoded in such a group (``/metrics``)
 
     @property
     def in_flight(self) -> int:
@@ -212,6 +213,7 @@ class SideBySide:
             _settle(m.job.future, None, err)
             return None
         order.append(m)
+        self.generations += 1
         return Arrival(tokens, m.item.max_tokens, m.item.stop, m.job.cancel)
 
     def _alone(self, engine: Engine, m: _Member, cancel: CancelToken) -> None:

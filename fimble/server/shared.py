@@ -25,6 +25,7 @@ from fimble.completion.cache import CacheConfig, Cached, CompletionCache
 from fimble.completion.completer import BatchItem, Completer, CompleterStats
 from fimble.completion.engine import Generation
 from fimble.completion.service import CompletionRequest, CompletionResult
+from fimble.completion.side_by_side import SideBySide
 from fimble.completion.worker import Busy, Job
 
 __all__ = ["SharedCompleter"]
@@ -121,6 +122,10 @@ class SharedCompleter:
 
     def submit_tokens(self, *args: Any, **kwargs: Any) -> Job[Any]:
         return self._current.submit_tokens(*args, **kwargs)
+
+    @property
+    def side_by_side(self) -> SideBySide:
+        return self._current.side_by_side
 
     def submit_shared(self, item: BatchItem) -> Job[Generation]:
         return self._current.submit_shared(item)

@@ -161,6 +161,14 @@ class Metrics:
                 "Prompt tokens of HTTP generations (evaluated plus reused).",
                 [f"fimble_http_prompt_tokens_total {self.prompt_tokens}"],
             )
+        together = getattr(self.completer, "side_by_side", None)
+        if together is not None:
+            series(
+                "fimble_side_by_side_generations_total",
+                "counter",
+                "HTTP generations of overlapping clients decoded in one batch with others.",
+                [f"fimble_side_by_side_generations_total {together.generations}"],
+            )
         series(
             "fimble_queue_depth",
             "gauge",

@@ -213,6 +213,8 @@ def test_real_clients_asking_at_once_share_decode_steps_and_get_what_each_gets_a
             c.close()
     assert all(r.status_code == 200 for r in responses), [r.text for r in responses]
     assert shared.groups == groups + 1 and len(gens) == 3
+    with served_model.client() as client:
+        assert f"fimble_side_by_side_generations_total {shared.generations}" in client.get("/metrics").text
     texts = [r.json()["choices"][0]["text"] for r in responses]
     near_ties = any(g.near_ties for g in gens)
     assert texts == alone or near_ties, (texts, alone)
