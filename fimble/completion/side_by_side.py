@@ -13,10 +13,14 @@ The group takes no newcomer once another job waits in the worker's queue (an edi
 another kind of work), so it never holds the model for good: newcomers start the next group, which
 waits its turn in the queue.
 
-A lone client keeps the ordinary path. A group that starts with one member, when no two generations
-overlapped in the last ``OVERLAP_S``, runs it as an ordinary generation in the interactive slot,
-whose KV cache the client's next request reuses (llama.vim's ``cache_prompt``: typing costs a few
-tokens). Only overlapping clients pay the batch path's price: a prompt evaluated in full each time.
+A client typing on keeps the ordinary path. A generation whose prompt the interactive slot's KV
+cache mostly holds (at most half of it left to read: the client's previous keystroke was there) runs
+alone, first, where that cache is reused; in a batch slot it would read its whole prompt again. A
+group that starts with one other member runs it alone too, unless that member arrived while another
+generation was under way that was answered or still runs: two clients asking in turn, whose next
+requests are a few milliseconds behind and will join this batch. A generation that was cancelled
+does not count: llama.vim drops its last request as it sends the next one, so the two overlap for a
+moment, and a cold jump must refresh the interactive slot for the keystrokes that follow.
 """
 
 from __future__ import annotations
@@ -41,13 +45,9 @@ if TYPE_CHECKING:
     from fimble.completion.engine import Engine, Generation
     from fimble.completion.worker import EngineWorker
 
-__all__ = ["OVERLAP_S", "SideBySide"]
+__all__ = ["SideBySide"]
 
 log = logging.getLogger(__name__)
-
-# After two generations overlapped, a group of one runs as a batch for this long, so that the other
-# client's next request, a few milliseconds behind, joins it instead of queueing for its turn.
-OVERLAP_S = 2.0
 
 Record = Callable[["Generation", float], None]  # a finished generation and its queued ms (stats)
 
@@ -61,6 +61,8 @@ class _Member:
     item: BatchItem
     job: Job[Generation]
     submitted: float
+    built: list[int] | FimPrompt | None = None  # its prompt, built once on the engine thread
+    beside: tuple[Job[Generation], ...] = ()  # the generations under way when it arrived
 
 
 @dataclass(eq=False)
@@ -68,6 +70,10 @@ class _Group:
     members: list[_Member] = field(default_factory=list)
     taken: int = 0  # members handed to the engine so far
     open: bool = True  # newcomers may still join
+    moved: set[_Member] = field(default_factory=set)  # gone to the next group (``_again``)
+
+    def staying(self) -> list[_Member]:
+        return [m for m in self.members if m not in self.moved]
 
 
 def _settle(future: Future[Generation], gen: Generation | None, err: BaseException | None = None) -> None:
@@ -92,15 +98,14 @@ class SideBySide:
         self._lock = threading.RLock()  # futures resolve on the engine thread, whose callbacks lock
         self._queued: _Group | None = None  # submitted to the worker, not started: newcomers join
         self._running: _Group | None = None  # decoding as a batch and open: newcomers join
-        self._in_flight = 0
-        self._overlap_until = 0.0
+        self._flying: list[_Member] = []
         self.groups = 0  # groups run as a batch (for tests)
         self.generations = 0  # generations decoded in such a group (``/metrics``)
 
     @property
     def in_flight(self) -> int:
         """Generations submitted here and not finished."""
-        return self._in_flight
+        return len(self._flying)
 
     def submit(self, item: BatchItem) -> Job[Generation]:
         """Queue a generation (no guide, no streamed text) for its caller."""
@@ -108,10 +113,9 @@ class SideBySide:
         member = _Member(item, job, time.perf_counter())
         others = self._worker.queued()  # asked before our lock: the worker's is never taken inside it
         with self._lock:
-            if self._in_flight:
-                self._overlap_until = time.monotonic() + OVERLAP_S
-            self._in_flight += 1
-            job.future.add_done_callback(self._left)
+            member.beside = tuple(m.job for m in self._flying)
+            self._flying.append(member)
+            job.future.add_done_callback(lambda _f: self._left(member))
             running = self._running
             if running is not None and others:  # another job waits: the running group takes no more
                 running.open = False
@@ -121,6 +125,10 @@ class SideBySide:
                 joined.members.append(member)
                 return job
             group = self._queued = _Group([member])
+        self._submit_group(group)
+        return job
+
+    def _submit_group(self, group: _Group) -> None:
         try:
             group_job = self._worker.submit(lambda e, c: self._run(group, e, c), None, JobKind.REQUEST)
         except BaseException as err:
@@ -132,11 +140,19 @@ class SideBySide:
             raise
         # A group dropped unrun (shutdown) or failing leaves none of its callers waiting.
         group_job.future.add_done_callback(lambda f: self._orphaned(group, f))
-        return job
 
-    def _left(self, _future: Future[Generation]) -> None:
+    def _again(self, member: _Member) -> None:
+        """Queue ``member`` in the next group (it arrived warm while a batch ran: see ``_run``)."""
         with self._lock:
-            self._in_flight -= 1
+            if self._queued is not None:
+                self._queued.members.append(member)
+                return
+            group = self._queued = _Group([member])
+        self._submit_group(group)
+
+    def _left(self, member: _Member) -> None:
+        with self._lock:
+            self._flying.remove(member)
 
     def _orphaned(self, group: _Group, future: Future[object]) -> None:
         with self._lock:
@@ -146,7 +162,7 @@ class SideBySide:
             if self._running is group:
                 self._running = None
         err = None if future.cancelled() else future.exception()
-        for m in group.members:
+        for m in group.staying():
             _settle(m.job.future, None, err or Cancelled("shutdown"))
 
     # -- on the engine thread -------------------------------------------------------------------
@@ -156,8 +172,14 @@ class SideBySide:
         with self._lock:
             if self._queued is group:
                 self._queued = None
-            wanted = [m for m in group.members if not m.job.cancel.cancelled]
-            together = batches and (len(wanted) > 1 or time.monotonic() < self._overlap_until)
+            first = list(group.members)
+        for m in first if batches else ():
+            if self._warm(engine, m):
+                self._alone(engine, m, cancel)
+        with self._lock:
+            wanted = [m for m in group.members if not m.job.cancel.cancelled and not m.job.future.done()]
+            overlapped = any(_wanted(j) for m in wanted for j in m.beside)
+            together = batches and bool(wanted) and (len(wanted) > 1 or overlapped)
             if together:
                 self._running = group
             else:
@@ -181,6 +203,10 @@ class SideBySide:
                             self._running = None
                 if not new:
                     return []
+                for m in [m for m in new if self._warm(engine, m)]:
+                    new.remove(m)
+                    group.moved.add(m)
+                    self._again(m)  # the ordinary path, next: the batch takes no newcomer now
                 arrivals = [a for m in new if (a := self._arrival(engine, m, order)) is not None]
                 if arrivals or not last:
                     return arrivals
@@ -198,16 +224,39 @@ class SideBySide:
                 group.open = False
                 if self._running is group:
                     self._running = None
-            for m in group.members:
+            for m in group.staying():
                 _settle(m.job.future, None)
+
+    def _built(self, engine: Engine, m: _Member) -> list[int] | FimPrompt | None:
+        """``m``'s prompt (built once), or None when it cannot be built (its caller told)."""
+        if m.built is None:
+            try:
+                m.built = m.item.build(engine)
+            except Exception as err:
+                _settle(m.job.future, None, err)
+        return m.built
+
+    def _warm(self, engine: Engine, m: _Member) -> bool:
+        """The interactive slot's cache (or a saved state) holds at least half of ``m``'s prompt."""
+        cost = getattr(engine, "evaluation_cost", None)
+        if cost is None or m.job.cancel.cancelled or m.job.future.done():
+            return False
+        built = self._built(engine, m)
+        if built is None:
+            return False
+        tokens, reuse = (built.tokens, built.stable_len) if isinstance(built, FimPrompt) else (built, 0)
+        return 2 * cost(tokens, reuse) <= len(tokens)
 
     def _arrival(self, engine: Engine, m: _Member, order: list[_Member]) -> Arrival | None:
         """A member's prompt for the batch, or None when it is gone or cannot run (its caller told)."""
-        if m.job.cancel.cancelled:
+        if m.job.cancel.cancelled or m.job.future.done():
             _settle(m.job.future, None)
             return None
+        built = self._built(engine, m)
+        if built is None:
+            return None
         try:
-            tokens = _tokens(m.item.build(engine))
+            tokens = _tokens(built)
             check_fits([tokens], engine.n_ctx)
         except Exception as err:
             _settle(m.job.future, None, err)
@@ -218,12 +267,16 @@ class SideBySide:
 
     def _alone(self, engine: Engine, m: _Member, cancel: CancelToken) -> None:
         """A member as an ordinary generation (``Completer.submit_tokens``' way)."""
+        if m.job.future.done():
+            return
         if m.job.cancel.cancelled or cancel.cancelled:
             _settle(m.job.future, None)
             return
         started = time.perf_counter()
+        built = self._built(engine, m)
+        if built is None:
+            return
         try:
-            built = m.item.build(engine)
             tokens, reuse = (built.tokens, built.stable_len) if isinstance(built, FimPrompt) else (built, 0)
             gen = engine.generate(
                 tokens, max_tokens=m.item.max_tokens, stop=m.item.stop, cancel=m.job.cancel, reuse_limit=reuse
@@ -233,6 +286,13 @@ class SideBySide:
             return
         self._record(gen, (started - m.submitted) * 1000)
         _settle(m.job.future, gen)
+
+
+def _wanted(job: Job[Generation]) -> bool:
+    """``job`` was answered, or runs and is not cancelled: its client is still there."""
+    if not job.future.done():
+        return not job.cancel.cancelled
+    return not job.future.cancelled() and job.future.exception() is None
 
 
 def _tokens(built: list[int] | FimPrompt) -> list[int]:

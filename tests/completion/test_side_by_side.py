@@ -32,6 +32,10 @@ class BatchEngine:
         self.batches = 0
         self.alone: list[list[int]] = []
         self.on_feed: Any = None
+        self.warm: set[int] = set()  # prompts beginning with these the interactive slot holds
+
+    def evaluation_cost(self, tokens: list[int], reuse_limit: int) -> int:
+        return 4 if tokens[0] in self.warm else len(tokens)
 
     def generate_batch(self, prompts: Sequence[Sequence[int]], *, feed: Feed, **kw: Any) -> Any:
         self.batches += 1
@@ -143,3 +147,42 @@ def test_the_group_stops_growing_once_another_job_waits(pool: Any) -> None:
     assert late[0].future.result(5).tokens == answer(9, 4)
     assert order == ["keystroke", "late client"]
     assert engine.batches == 2  # the late client's group ran as a batch too: the clients overlapped
+
+
+def test_a_client_typing_on_keeps_the_ordinary_path_and_its_kv_cache(pool: Any) -> None:
+    """llama.vim drops its request as it sends the next, so two overlap for a moment: the one whose
+    prompt the interactive slot holds runs alone first, where its cache is reused; the others
+    decode side by side."""
+    engine, worker, shared = pool
+    engine.warm = {7}
+    release = hold(worker)
+    jobs = [shared.submit(item(k)) for k in (1, 7, 2)]
+    release.set()
+    assert [j.future.result(5).tokens for j in jobs] == [answer(1), answer(7), answer(2)]
+    assert engine.alone == [[7, *range(20)]] and engine.batches == 1
+
+
+def test_a_warm_generation_arriving_during_a_batch_runs_next_on_the_ordinary_path(pool: Any) -> None:
+    engine, worker, shared = pool
+    engine.warm = {9}
+    late: list[Any] = []
+    engine.on_feed = lambda last: late or late.append(shared.submit(item(9, 4)))
+    release = hold(worker)
+    first = [shared.submit(item(k)) for k in (1, 2)]
+    release.set()
+    assert [j.future.result(5).tokens for j in first] == [answer(1), answer(2)]
+    assert late[0].future.result(5).tokens == answer(9, 4)
+    assert engine.alone == [[9, *range(20)]] and engine.batches == 1
+
+
+def test_a_request_dropped_as_the_next_arrives_does_not_make_a_batch(pool: Any) -> None:
+    """llama.vim cancels its last request as it sends the next: the two overlapped, but only one is
+    wanted, so it runs on the ordinary path (refreshing the interactive slot for the keys after)."""
+    engine, worker, shared = pool
+    release = hold(worker)
+    dropped = shared.submit(item(1))
+    dropped.cancel.cancel("client disconnected")
+    kept = shared.submit(item(2))
+    release.set()
+    assert kept.future.result(5).tokens == answer(2)
+    assert engine.batches == 0 and engine.alone == [[2, *range(20)]]

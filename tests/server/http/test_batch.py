@@ -182,6 +182,9 @@ def test_real_clients_asking_at_once_share_decode_steps_and_get_what_each_gets_a
             client.post("/v1/completions", json={"prompt": p, "max_tokens": 16}).json()["choices"][0]["text"]
             for p in FUNCTIONS
         ]
+        # Elsewhere, so that none of the three continues what the interactive slot holds (that one
+        # would run alone first, where its KV cache is: see the next test).
+        client.post("/v1/completions", json={"prompt": "<|fim_prefix|>x = [<|fim_suffix|>]<|fim_middle|>"})
     completer = served_model.completer
     shared = (completer.current if isinstance(completer, SharedCompleter) else completer).side_by_side
     gens: list[BatchGeneration] = []
@@ -218,3 +221,27 @@ def test_real_clients_asking_at_once_share_decode_steps_and_get_what_each_gets_a
     texts = [r.json()["choices"][0]["text"] for r in responses]
     near_ties = any(g.near_ties for g in gens)
     assert texts == alone or near_ties, (texts, alone)
+
+
+@pytest.mark.model
+def test_a_client_typing_on_beside_another_keeps_its_kv_cache(served_model: Served) -> None:
+    """Two overlapping requests, one continuing the prompt the interactive slot holds (a keystroke
+    of the client typed before) and one elsewhere: the first is read from the cache, not again."""
+    typed = FUNCTIONS[1]
+    body = {"n_predict": 4, "cache_prompt": True}
+    completer = served_model.completer
+    with served_model.client() as client:
+        first = client.post("/completion", json={**body, "prompt": typed}).json()
+        assert first["timings"]["prompt_n"] > 20
+        release, running = threading.Event(), threading.Event()
+        completer.worker.submit(lambda e, c: running.set() or release.wait(60))
+        assert running.wait(30)
+        on = typed.replace("return<|fim_suffix|>", "return a<|fim_suffix|>")
+        with ThreadPoolExecutor(2) as pool, served_model.client() as other:
+            typing = pool.submit(client.post, "/completion", json={**body, "prompt": on})
+            elsewhere = pool.submit(other.post, "/completion", json={**body, "prompt": FUNCTIONS[2]})
+            time.sleep(1.0)
+            release.set()
+            answers = [typing.result(300).json(), elsewhere.result(300).json()]
+    assert answers[0]["timings"]["prompt_n"] < first["timings"]["prompt_n"] // 2, answers[0]["timings"]
+    assert all(a["content"] is not None for a in answers)
