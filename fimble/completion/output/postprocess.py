@@ -274,8 +274,8 @@ def finished_lines(clean: str, raw: str) -> str:
     """The lines of ``clean`` (the cleaned-up ``raw``) that the generation finished, for a
     generation stopped mid-way (a deadline). Which lines are whole is read from ``raw``: cleaning
     strips the newline that ended the last one, so ``whole_lines`` of the clean text dropped a
-    finished first line (as served on a 2-core Xeon, 6 of 60 automatic line starts in empty function
-    bodies showed nothing at the 4 s deadline although their first line was written)."""
+    finished first line (as served on a 2-core Xeon, 6 of 60 automatic line starts in blocks showed
+    nothing at the 4 s deadline although their first line was written)."""
     if not raw[raw.rfind("\n") + 1 :].strip():  # the raw text ends at a line end: all are whole
         return clean
     ended = raw.count("\n")  # lines the newline of which was generated
