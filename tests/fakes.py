@@ -276,3 +276,11 @@ class FakeDecoder:
         if rc == 2 or (self.cancel is not None and self.cancel.cancelled):
             raise Cancelled(f"cancelled during {what}")
         raise AssertionError(f"decode failed with {rc}")
+
+
+def hold_worker(worker: Any) -> threading.Event:
+    """Keep an ``EngineWorker`` in a job until the returned event is set, so jobs queue up behind it."""
+    gate, started = threading.Event(), threading.Event()
+    worker.submit(lambda e, c: started.set() or gate.wait(30))
+    assert started.wait(5)
+    return gate

@@ -26,7 +26,6 @@ moment, and a cold jump must refresh the interactive slot for the keystrokes tha
 from __future__ import annotations
 
 import contextlib
-import logging
 import threading
 import time
 from collections.abc import Callable
@@ -46,8 +45,6 @@ if TYPE_CHECKING:
     from fimble.completion.worker import EngineWorker
 
 __all__ = ["SideBySide"]
-
-log = logging.getLogger(__name__)
 
 Record = Callable[["Generation", float], None]  # a finished generation and its queued ms (stats)
 

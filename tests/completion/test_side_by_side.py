@@ -5,7 +5,6 @@ growing once another job waits."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,7 +16,7 @@ from fimble.completion.engine.slot import Slot
 from fimble.completion.side_by_side import SideBySide
 from fimble.completion.worker import EngineWorker
 from fimble.errors import Cancelled
-from tests.fakes import FakeDecoder, FakeKV
+from tests.fakes import FakeDecoder, FakeKV, hold_worker
 
 
 class BatchEngine:
@@ -81,17 +80,9 @@ def pool() -> Any:
     worker.close()
 
 
-def hold(worker: EngineWorker) -> threading.Event:
-    """Keep the worker busy until the returned event is set (so submissions queue up)."""
-    release, running = threading.Event(), threading.Event()
-    worker.submit(lambda e, c: running.set() or release.wait(10))
-    assert running.wait(5)
-    return release
-
-
 def test_generations_queued_together_decode_in_one_batch_each_as_alone(pool: Any) -> None:
     engine, worker, shared = pool
-    release = hold(worker)
+    release = hold_worker(worker)
     jobs = [shared.submit(item(k)) for k in (1, 2, 3)]
     release.set()
     assert [j.future.result(5).tokens for j in jobs] == [answer(k) for k in (1, 2, 3)]
@@ -104,21 +95,26 @@ def test_a_lone_generation_takes_the_ordinary_path(pool: Any) -> None:
     assert gen.tokens == answer(7) and engine.batches == 0 and len(engine.alone) == 1
 
 
-def test_a_generation_arriving_while_a_batch_runs_joins_it(pool: Any) -> None:
+@pytest.mark.parametrize("warm", [False, True])
+def test_a_generation_arriving_while_a_batch_runs_joins_it_unless_warm(pool: Any, warm: bool) -> None:
+    """A late generation joins the running batch; one whose prompt the interactive slot holds runs
+    next on the ordinary path instead, where its KV cache is."""
     engine, worker, shared = pool
+    engine.warm = {9} if warm else set()
     late: list[Any] = []
     engine.on_feed = lambda last: late or late.append(shared.submit(item(9, 4)))
-    release = hold(worker)
+    release = hold_worker(worker)
     first = [shared.submit(item(k)) for k in (1, 2)]
     release.set()
     assert [j.future.result(5).tokens for j in first] == [answer(1), answer(2)]
     assert late[0].future.result(5).tokens == answer(9, 4)
     assert engine.batches == 1
+    assert engine.alone == ([[9, *range(20)]] if warm else [])
 
 
 def test_a_client_that_leaves_stops_only_its_own(pool: Any) -> None:
     _, worker, shared = pool
-    release = hold(worker)
+    release = hold_worker(worker)
     jobs = [shared.submit(item(k)) for k in (1, 2, 3)]
     jobs[1].cancel.cancel("client disconnected")
     release.set()
@@ -140,7 +136,7 @@ def test_the_group_stops_growing_once_another_job_waits(pool: Any) -> None:
             late[0].future.add_done_callback(lambda _f: order.append("late client"))
 
     engine.on_feed = keystroke_then_client
-    release = hold(worker)
+    release = hold_worker(worker)
     first = [shared.submit(item(k)) for k in (1, 2)]
     release.set()
     assert [j.future.result(5).tokens for j in first] == [answer(1), answer(2)]
@@ -155,31 +151,18 @@ def test_a_client_typing_on_keeps_the_ordinary_path_and_its_kv_cache(pool: Any) 
     decode side by side."""
     engine, worker, shared = pool
     engine.warm = {7}
-    release = hold(worker)
+    release = hold_worker(worker)
     jobs = [shared.submit(item(k)) for k in (1, 7, 2)]
     release.set()
     assert [j.future.result(5).tokens for j in jobs] == [answer(1), answer(7), answer(2)]
     assert engine.alone == [[7, *range(20)]] and engine.batches == 1
 
 
-def test_a_warm_generation_arriving_during_a_batch_runs_next_on_the_ordinary_path(pool: Any) -> None:
-    engine, worker, shared = pool
-    engine.warm = {9}
-    late: list[Any] = []
-    engine.on_feed = lambda last: late or late.append(shared.submit(item(9, 4)))
-    release = hold(worker)
-    first = [shared.submit(item(k)) for k in (1, 2)]
-    release.set()
-    assert [j.future.result(5).tokens for j in first] == [answer(1), answer(2)]
-    assert late[0].future.result(5).tokens == answer(9, 4)
-    assert engine.alone == [[9, *range(20)]] and engine.batches == 1
-
-
 def test_a_request_dropped_as_the_next_arrives_does_not_make_a_batch(pool: Any) -> None:
     """llama.vim cancels its last request as it sends the next: the two overlapped, but only one is
     wanted, so it runs on the ordinary path (refreshing the interactive slot for the keys after)."""
     engine, worker, shared = pool
-    release = hold(worker)
+    release = hold_worker(worker)
     dropped = shared.submit(item(1))
     dropped.cancel.cancel("client disconnected")
     kept = shared.submit(item(2))

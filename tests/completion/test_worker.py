@@ -12,6 +12,7 @@ from fimble.completion.engine.cancel import CancelToken
 from fimble.completion.scheduler import JobKind
 from fimble.completion.worker import EngineWorker
 from fimble.errors import Cancelled, ModelNotFound
+from tests.fakes import hold_worker
 
 
 class FakeEngine:
@@ -129,14 +130,6 @@ def test_idle_work_stops_when_the_warmer_has_nothing_left() -> None:
     worker.close()
 
 
-def _blocked(worker: EngineWorker) -> threading.Event:
-    """Hold the worker in a job until the returned event is set, so jobs queue up behind it."""
-    gate, started = threading.Event(), threading.Event()
-    worker.submit(lambda e, c: started.set() or gate.wait(5))
-    assert started.wait(5)
-    return gate
-
-
 def _held(started: threading.Event, result: str = "done"):  # type: ignore[no-untyped-def]
     """A job that runs until cancelled (or 5 s); it says when it started."""
 
@@ -154,7 +147,7 @@ def _held(started: threading.Event, result: str = "done"):  # type: ignore[no-un
 def test_queued_jobs_run_most_urgent_kind_first_then_in_arrival_order() -> None:
     worker = EngineWorker(FakeEngine)  # type: ignore[arg-type]
     seen: list[str] = []
-    gate = _blocked(worker)
+    gate = hold_worker(worker)
     order = [
         ("batch", JobKind.BATCH),
         ("prefetch-a", JobKind.PREFETCH),
@@ -166,7 +159,7 @@ def test_queued_jobs_run_most_urgent_kind_first_then_in_arrival_order() -> None:
         job.future.result(5)
     assert seen == ["prefetch-a", "prefetch-b", "batch"]
 
-    gate = _blocked(worker)
+    gate = hold_worker(worker)
     seen.clear()
     order = [("adopted", JobKind.ADOPTED), ("request-1", JobKind.REQUEST), ("request-2", JobKind.REQUEST)]
     jobs = [worker.submit(lambda e, c, n=n: seen.append(n), kind=k) for n, k in order]
@@ -210,7 +203,7 @@ def test_a_prefetch_does_not_disturb_a_request_nor_another_prefetch() -> None:
 
 def test_same_key_supersedes_across_kinds() -> None:
     worker = EngineWorker(FakeEngine)  # type: ignore[arg-type]
-    gate = _blocked(worker)
+    gate = hold_worker(worker)
     batch = worker.submit(lambda e, c: "old", key="k", kind=JobKind.BATCH)
     newer = worker.submit(lambda e, c: "new", key="k", kind=JobKind.BATCH)
     request = worker.submit(lambda e, c: "request", key="k")

@@ -16,6 +16,7 @@ from fimble.completion.engine import BatchGeneration
 from fimble.completion.scheduler import JobKind
 from fimble.server.http.body import MAX_PROMPTS
 from fimble.server.shared import SharedCompleter
+from tests.fakes import hold_worker
 from tests.server.http.conftest import FakeEngine, Served, serve_model
 
 
@@ -197,9 +198,7 @@ def test_real_clients_asking_at_once_share_decode_steps_and_get_what_each_gets_a
 
     monkeypatch.setattr(served_model.engine, "generate_batch", spy)
     groups = shared.groups
-    release, running = threading.Event(), threading.Event()
-    completer.worker.submit(lambda e, c: running.set() or release.wait(60))
-    assert running.wait(30)
+    release = hold_worker(completer.worker)
     with ThreadPoolExecutor(3) as pool:
         clients = [served_model.client() for _ in FUNCTIONS]
         asked = [
@@ -233,9 +232,7 @@ def test_a_client_typing_on_beside_another_keeps_its_kv_cache(served_model: Serv
     with served_model.client() as client:
         first = client.post("/completion", json={**body, "prompt": typed}).json()
         assert first["timings"]["prompt_n"] > 20
-        release, running = threading.Event(), threading.Event()
-        completer.worker.submit(lambda e, c: running.set() or release.wait(60))
-        assert running.wait(30)
+        release = hold_worker(completer.worker)
         on = typed.replace("return<|fim_suffix|>", "return a<|fim_suffix|>")
         with ThreadPoolExecutor(2) as pool, served_model.client() as other:
             typing = pool.submit(client.post, "/completion", json={**body, "prompt": on})
