@@ -127,6 +127,15 @@ def _think_times(values: tuple[str, ...]) -> tuple[int, ...]:
 )
 @click.option("--threads", "-t", default=0, type=click.IntRange(0, 256), help="CPU threads (0: cores).")
 @click.option(
+    "--width",
+    "-w",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Ceiling: lines decoded side by side, one KV sequence each (`fimble batch`'s path; the same "
+    "answers, near-ties aside). 1: one at a time. The served mode asks one place at a time, as an editor.",
+)
+@click.option(
     "--out",
     "out",
     default=Path("fimble-eval"),
@@ -153,6 +162,7 @@ def eval_command(
     suffix_tokens: int | None,
     context_tokens: int | None,
     threads: int,
+    width: int,
     out: Path,
 ) -> None:
     """Mask lines of a real repository (REPO, or --pypi NAME==VERSION) and measure the completions.
@@ -194,6 +204,7 @@ def eval_command(
         suffix_budget=suffix_tokens if suffix_tokens is not None else SUFFIX_TOKENS,
         context_budget=context_tokens if context_tokens is not None else CONTEXT_TOKENS,
         threads=threads,
+        width=width,
         cross_share=cross_share,
         cross_unseen=cross_unseen,
         language=language,

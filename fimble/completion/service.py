@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -35,6 +35,7 @@ __all__ = [
     "clean_for",
     "complete",
     "generate",
+    "generate_together",
     "plan",
     "result_of",
     "shape_of",
@@ -205,6 +206,38 @@ def generate(
     if warmer is not None:
         warmer.observe(generation)
     return result_of(planned, clean_completion(generation.text, planned.stop), generation)
+
+
+def generate_together(
+    engine: Engine, plans: Sequence[Plan], on_done: Callable[[int, CompletionResult], None]
+) -> None:
+    """``on_done(index, result)`` for every plan as it is answered: what ``generate`` gives each alone.
+
+    For work nobody waits on line by line (an evaluation's places): plans without an import guide are
+    decoded side by side in the engine's batch slots, so that one pass over the weights advances
+    several of them, each with its own stop rules and ``max_tokens``. Greedy, so equal to ``generate``
+    except after a near-tie (``BatchGeneration.near_ties``: another batch shape rounds otherwise). A
+    guided plan picks its tokens among choices one at a time and is decoded alone, as is every plan
+    on an engine without batch slots."""
+    together = [i for i, p in enumerate(plans) if import_guide(p.choices, p.request.prefix) is None]
+    if len(together) < 2 or not getattr(engine, "batch_slots", None):
+        together = []
+    else:
+
+        def answered(j: int, generation: Generation) -> None:
+            planned = plans[together[j]]
+            text = clean_completion(generation.text, planned.stop)
+            on_done(together[j], result_of(planned, text, generation))
+
+        engine.generate_batch(
+            [plans[i].prompt.tokens for i in together],
+            max_tokens=max(plans[i].request.max_tokens for i in together),
+            stops=[make_stop_check(plans[i].stop) for i in together],
+            limits=[plans[i].request.max_tokens for i in together],
+            on_done=answered,
+        )
+    for i in sorted(set(range(len(plans))) - set(together)):
+        on_done(i, generate(engine, plans[i]))
 
 
 def result_of(planned: Plan, text: str, generation: Generation) -> CompletionResult:

@@ -125,6 +125,7 @@ def evaluate(
         "suffix_budget": config.suffix_budget,
         "context_budget": config.context_budget,
         "max_tokens": config.max_tokens,
+        "width": config.width,
         "cross_share": config.cross_share,
         "cross_unseen": config.cross_unseen,
         "machine": machine_info(config.threads),
@@ -225,11 +226,21 @@ def _run_ceiling(
             bar.set_postfix_str(model)
             # No warmer: every sample is answered from its full prompt (context included), as the
             # server does once a region is warm; the cold region's first prompt is what ``served`` sees.
-            engine = load_engine(model, threads=config.threads)
+            engine = load_engine(model, threads=config.threads, **_engine_size(config))
             try:
                 run_model(engine, model, prepared, config, bar.update, on_row=keep)
             finally:
                 engine.close()
+
+
+def _engine_size(config: EvalConfig) -> dict[str, int]:
+    """KV cells and batch slots for the ceiling: one at a time the default context; side by side
+    (``config.width``) room for every slot's longest prompt and answer at once (the cells are
+    shared by all sequences, a head they share counted once)."""
+    if config.width <= 1:
+        return {}
+    per_seq = config.prefix_budget + config.suffix_budget + config.context_budget + config.max_tokens + 64
+    return {"n_ctx": min(65536, max(4096, per_seq * config.width)), "batch_slots": config.width}
 
 
 def _run_served(

@@ -57,6 +57,7 @@ class EvalConfig:
     cross_share: float = 0.5
     cross_unseen: bool = False  # a line is cross-file only for names the file does not show above it
     language: str = "auto"  # which files' lines are sampled (``sources.LANGUAGES``); auto: the most
+    width: int = 1  # ceiling: requests decoded side by side in batch slots (1: one at a time)
 
 
 @dataclass(frozen=True)
@@ -266,6 +267,28 @@ def _row(p: Prepared, model: str, with_context: bool, result: Any, elapsed_ms: f
     }
 
 
+def _request(p: Prepared, with_context: bool, config: EvalConfig) -> Any:
+    from fimble.completion.service import CompletionRequest
+
+    return CompletionRequest(
+        text=p.text,
+        offset=p.offset,
+        path=p.sample.path,
+        max_tokens=config.max_tokens,
+        multiline=False,
+        context_files=p.chunks if with_context else (),
+        prefix_budget=config.prefix_budget,
+        suffix_budget=config.suffix_budget,
+        context_budget=config.context_budget,
+    )
+
+
+# Samples handed to the engine at once per batch slot: more requests than slots, so that a slot
+# whose line stopped is refilled at once and lines of one file can share their head (as in
+# ``fimble.batch.runner.WINDOW``).
+WINDOW = 8
+
+
 def run_model(
     engine: Engine,
     model: str,
@@ -280,31 +303,71 @@ def run_model(
     them on the same lines. The prompts differ from their first context chunk on, so each evaluates
     about what a cursor arriving in a new region costs (``tokens_evaluated``; ``prompt_tokens`` is
     the whole prompt).
+
+    With ``config.width`` > 1 (and an engine with batch slots) the samples' requests are decoded
+    side by side, ``WINDOW`` × width at a time (``service.generate_together``): the same greedy
+    answers, near-ties aside (each row counts its own), and rows still come in sample order, a
+    window at a time. A row's latency is then its own share of a shared run (its prompt and its
+    decoding, waiting for a slot not included), not what one request alone would take.
     """
-    from fimble.completion.service import CompletionRequest, complete
+    if config.width > 1 and getattr(engine, "batch_slots", None):
+        return _run_together(engine, model, prepared, config, progress, on_row)
+    from fimble.completion.service import complete
 
     rows: list[dict[str, Any]] = []
     for p in prepared:
         for with_context in config.contexts:
-            request = CompletionRequest(
-                text=p.text,
-                offset=p.offset,
-                path=p.sample.path,
-                max_tokens=config.max_tokens,
-                multiline=False,
-                context_files=p.chunks if with_context else (),
-                prefix_budget=config.prefix_budget,
-                suffix_budget=config.suffix_budget,
-                context_budget=config.context_budget,
-            )
             t0 = time.perf_counter()
-            result = complete(engine, request)
+            result = complete(engine, _request(p, with_context, config))
             rows.append(_row(p, model, with_context, result, (time.perf_counter() - t0) * 1000))
             if on_row:
                 on_row(rows[-1])
             if progress:
                 progress(1)
     return rows
+
+
+def _run_together(
+    engine: Engine,
+    model: str,
+    prepared: Sequence[Prepared],
+    config: EvalConfig,
+    progress: Progress | None,
+    on_row: Callable[[dict[str, Any]], None] | None,
+) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    per_window = max(1, config.width * WINDOW // max(1, len(config.contexts)))
+    for start in range(0, len(prepared), per_window):
+        asked = [(p, c) for p in prepared[start : start + per_window] for c in config.contexts]
+        for row in _answer_window(engine, model, asked, config, progress):  # in sample order
+            rows.append(row)
+            if on_row:
+                on_row(row)
+    return rows
+
+
+def _answer_window(
+    engine: Engine,
+    model: str,
+    asked: Sequence[tuple[Prepared, bool]],
+    config: EvalConfig,
+    progress: Progress | None,
+) -> list[dict[str, Any]]:
+    from fimble.completion.service import generate_together, plan
+
+    plans = [plan(engine, _request(p, c, config)) for p, c in asked]
+    rows: dict[int, dict[str, Any]] = {}
+
+    def answered(i: int, result: Any) -> None:
+        gen = result.generation
+        p, with_context = asked[i]
+        rows[i] = _row(p, model, with_context, result, gen.prompt_ms + gen.generation_ms)
+        rows[i]["near_ties"] = len(getattr(gen, "near_ties", ()))
+        if progress:
+            progress(1)
+
+    generate_together(engine, plans, answered)
+    return [rows[i] for i in range(len(asked))]
 
 
 def open_index(root: Path, progress: Callable[[int, int], None] | None = None) -> WorkspaceIndex:
