@@ -277,6 +277,31 @@ class FakeDecoder:
             raise Cancelled(f"cancelled during {what}")
         raise AssertionError(f"decode failed with {rc}")
 
+    def guided(self, guide: Any, text: str, row: int = -1) -> int:
+        """``guide.pick`` between row ``row``'s choice (piece "x") and a runner-up one above it ("y")."""
+        best = self.model.choices[row][0]
+        return guide.pick(text, [(best, "x", 0.0), (best + 1000, "y", -1.0)])
+
+
+class RunnerUpGuide:
+    """A guide for the fake decoder that takes the runner-up for its first ``n`` picks, then steps
+    aside (``released``): its generation shows which tokens it chose."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.picks = 0
+        self.released = False
+        self.breadth = 2
+        self.pieces = None
+
+    def pick(self, text: str, ranked: Sequence[tuple[int, str, float]]) -> int:
+        self.picks += 1
+        self.released = self.picks > self.n
+        return ranked[0][0] if self.released else ranked[1][0]
+
+    def fresh(self) -> RunnerUpGuide:
+        return RunnerUpGuide(self.n)
+
 
 def hold_worker(worker: Any) -> threading.Event:
     """Keep an ``EngineWorker`` in a job until the returned event is set, so jobs queue up behind it."""

@@ -131,25 +131,22 @@ def _decode_group(
 ) -> None:
     """``on_done(index, generation)`` for every plan, as each is done: greedy, as if decoded alone.
 
-    Where the engine has batch slots, the plans without a guide (guided decoding picks among choices
-    token by token, alone) are decoded together in one ``generate_batch``, each with its own stop
-    rules and ``max_tokens``: equal to decoding alone except after a near-tie
-    (``BatchGeneration.near_ties``). The engine keeps its slots busy (a waiting plan takes the slot
-    of one that stopped) and evaluates a head that plans share (lines of one file) once."""
-    together = [i for i, plan in enumerate(plans) if plan.guide is None]
-    if len(together) < 2 or not getattr(engine, "batch_slots", None):
-        together = []
-    else:
-        engine.generate_batch(
-            [_tokens(prompts[i]) for i in together],
-            max_tokens=max(plans[i].max_tokens for i in together),
-            stops=[_stop_within(plans[i]) for i in together],
-            limits=[plans[i].max_tokens for i in together],
-            on_done=lambda j, gen: on_done(together[j], gen),
-        )
-    alone = set(range(len(plans))) - set(together)
-    for i in sorted(alone):
-        on_done(i, _decode_one(engine, plans[i], prompts[i]))
+    Where the engine has batch slots, the plans are decoded together in one ``generate_batch``, each
+    with its own stop rules, ``max_tokens`` and import guide: equal to decoding alone except after a
+    near-tie (``BatchGeneration.near_ties``). The engine keeps its slots busy (a waiting plan takes
+    the slot of one that stopped) and evaluates a head that plans share (lines of one file) once."""
+    if len(plans) < 2 or not getattr(engine, "batch_slots", None):
+        for i, plan in enumerate(plans):
+            on_done(i, _decode_one(engine, plan, prompts[i]))
+        return
+    engine.generate_batch(
+        [_tokens(p) for p in prompts],
+        max_tokens=max(plan.max_tokens for plan in plans),
+        stops=[_stop_within(plan) for plan in plans],
+        limits=[plan.max_tokens for plan in plans],
+        on_done=on_done,
+        guides=[plan.guide for plan in plans],
+    )
 
 
 def _same_files_together(items: Sequence[BatchItem]) -> list[BatchItem]:

@@ -363,8 +363,8 @@ class Completer:
         return self.worker.submit(run, key, kind)
 
     def submit_shared(self, item: BatchItem) -> Job[Generation]:
-        """Queue a raw generation that may decode side by side with other clients' (no guide, no
-        streamed text): ``fimble.completion.side_by_side``. Alone, it is ``submit_tokens``."""
+        """Queue a raw generation that may decode side by side with other clients' (no streamed
+        text): ``fimble.completion.side_by_side``. Alone, it is ``submit_tokens``."""
         self._stats.count(requests=1)
         return self.side_by_side.submit(item)
 
@@ -374,9 +374,9 @@ class Completer:
         prompt heads evaluated once), one ``Generation`` per item, in order.
 
         An editor's request stops the job between two tokens and it runs again later
-        (``Decision.REQUEUE``): what had finished is kept, the rest starts again. Items with an
-        import guide, and every item on an engine without batch slots (a remote backend), are
-        generated one after another in the same job: the batch decoder has no guide. The batch
+        (``Decision.REQUEUE``): what had finished is kept, the rest starts again, each with a fresh
+        import guide (a guide keeps state through its generation). On an engine without batch
+        slots (a remote backend) the items are generated one after another in the same job. The batch
         never takes the interactive slot's cells while it can run narrower (``keep_interactive``),
         so the next keystroke still finds its prompt in the KV cache."""
         submitted = time.perf_counter()
@@ -386,7 +386,8 @@ class Completer:
             started = time.perf_counter()
             built = {i: _tokens(item.build(engine)) for i, item in enumerate(items) if i not in done}
             batches = bool(getattr(engine, "batch_slots", None))  # a remote backend has none
-            together = [i for i in built if items[i].guide is None] if batches else []
+            together = list(built) if batches else []
+            guides = {i: None if items[i].guide is None else items[i].guide.fresh() for i in built}
 
             def finished(k: int, gen: Generation) -> None:
                 if gen.stop_reason != "cancelled":
@@ -402,13 +403,14 @@ class Completer:
                     cancel=cancel,
                     on_done=finished,
                     keep_interactive=True,
+                    guides=[guides[i] for i in together],
                 )
             for i in built:
                 if i in done or i in together:
                     continue
                 item = items[i]
                 gen = engine.generate(
-                    built[i], max_tokens=item.max_tokens, stop=item.stop, cancel=cancel, guide=item.guide
+                    built[i], max_tokens=item.max_tokens, stop=item.stop, cancel=cancel, guide=guides[i]
                 )
                 if gen.stop_reason == "cancelled":
                     break

@@ -213,31 +213,27 @@ def generate_together(
 ) -> None:
     """``on_done(index, result)`` for every plan as it is answered: what ``generate`` gives each alone.
 
-    For work nobody waits on line by line (an evaluation's places): plans without an import guide are
-    decoded side by side in the engine's batch slots, so that one pass over the weights advances
-    several of them, each with its own stop rules and ``max_tokens``. Greedy, so equal to ``generate``
-    except after a near-tie (``BatchGeneration.near_ties``: another batch shape rounds otherwise). A
-    guided plan picks its tokens among choices one at a time and is decoded alone, as is every plan
-    on an engine without batch slots."""
-    together = [i for i, p in enumerate(plans) if import_guide(p.choices, p.request.prefix) is None]
-    if len(together) < 2 or not getattr(engine, "batch_slots", None):
-        together = []
-    else:
+    For work nobody waits on line by line (an evaluation's places): the plans are decoded side by
+    side in the engine's batch slots, so that one pass over the weights advances several of them,
+    each with its own stop rules, ``max_tokens`` and import guide. Greedy, so equal to ``generate``
+    except after a near-tie (``BatchGeneration.near_ties``: another batch shape rounds otherwise).
+    On an engine without batch slots each plan is decoded alone."""
+    if len(plans) < 2 or not getattr(engine, "batch_slots", None):
+        for i, planned in enumerate(plans):
+            on_done(i, generate(engine, planned))
+        return
 
-        def answered(j: int, generation: Generation) -> None:
-            planned = plans[together[j]]
-            text = clean_completion(generation.text, planned.stop)
-            on_done(together[j], result_of(planned, text, generation))
+    def answered(i: int, generation: Generation) -> None:
+        on_done(i, result_of(plans[i], clean_completion(generation.text, plans[i].stop), generation))
 
-        engine.generate_batch(
-            [plans[i].prompt.tokens for i in together],
-            max_tokens=max(plans[i].request.max_tokens for i in together),
-            stops=[make_stop_check(plans[i].stop) for i in together],
-            limits=[plans[i].request.max_tokens for i in together],
-            on_done=answered,
-        )
-    for i in sorted(set(range(len(plans))) - set(together)):
-        on_done(i, generate(engine, plans[i]))
+    engine.generate_batch(
+        [p.prompt.tokens for p in plans],
+        max_tokens=max(p.request.max_tokens for p in plans),
+        stops=[make_stop_check(p.stop) for p in plans],
+        limits=[p.request.max_tokens for p in plans],
+        on_done=answered,
+        guides=[import_guide(p.choices, p.request.prefix) for p in plans],
+    )
 
 
 def result_of(planned: Plan, text: str, generation: Generation) -> CompletionResult:

@@ -105,7 +105,7 @@ class SideBySide:
         return len(self._flying)
 
     def submit(self, item: BatchItem) -> Job[Generation]:
-        """Queue a generation (no guide, no streamed text) for its caller."""
+        """Queue a generation (no streamed text) for its caller."""
         job: Job[Generation] = Job(_never, None, cancel=token_for(JobKind.REQUEST), kind=JobKind.REQUEST)
         member = _Member(item, job, time.perf_counter())
         others = self._worker.queued()  # asked before our lock: the worker's is never taken inside it
@@ -260,7 +260,7 @@ class SideBySide:
             return None
         order.append(m)
         self.generations += 1
-        return Arrival(tokens, m.item.max_tokens, m.item.stop, m.job.cancel)
+        return Arrival(tokens, m.item.max_tokens, m.item.stop, m.job.cancel, m.item.guide)
 
     def _alone(self, engine: Engine, m: _Member, cancel: CancelToken) -> None:
         """A member as an ordinary generation (``Completer.submit_tokens``' way)."""
@@ -276,7 +276,12 @@ class SideBySide:
         try:
             tokens, reuse = (built.tokens, built.stable_len) if isinstance(built, FimPrompt) else (built, 0)
             gen = engine.generate(
-                tokens, max_tokens=m.item.max_tokens, stop=m.item.stop, cancel=m.job.cancel, reuse_limit=reuse
+                tokens,
+                max_tokens=m.item.max_tokens,
+                stop=m.item.stop,
+                cancel=m.job.cancel,
+                reuse_limit=reuse,
+                guide=m.item.guide,
             )
         except Exception as err:
             _settle(m.job.future, None, err)

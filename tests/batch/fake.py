@@ -89,6 +89,7 @@ class BatchEchoEngine(EchoEngine):
         stops: Sequence[Any] = (),
         on_done: Any = None,
         limits: Sequence[int] = (),
+        guides: Sequence[Any] = (),
     ) -> list[BatchGeneration]:
         self.batches.append(len(prompts))
         out = []

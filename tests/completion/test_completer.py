@@ -516,10 +516,12 @@ class BatchingEngine(FakeEngine):
         super().__init__("alone")
         self.batch_slots = [object()]
         self.batches: list[list[list[int]]] = []
+        self.guides: list[object] = []
         self.pause_once = False
 
     def generate_batch(self, prompts: list[list[int]], **kw: object) -> list[Generation]:
         self.batches.append(prompts)
+        self.guides.append(kw["guides"])
         on_done, cancel = kw["on_done"], kw["cancel"]
         assert kw["keep_interactive"] is True  # a server keeps the editor's KV cells
         out = []
@@ -536,19 +538,36 @@ class BatchingEngine(FakeEngine):
         return out
 
 
-def _items(*texts: str, guided: int = -1) -> list[BatchItem]:
+class CountingGuide:
+    """Stands for an import guide: ``fresh`` is what a run must call before using it."""
+
+    def __init__(self) -> None:
+        self.fresh_ones: list[object] = []
+
+    def fresh(self) -> object:
+        self.fresh_ones.append(object())
+        return self.fresh_ones[-1]
+
+
+def _items(*texts: str, guide: tuple[int, CountingGuide] | None = None) -> list[BatchItem]:
     return [
-        BatchItem(lambda e, t=t: e.tokenize(t), max_tokens=4, guide=object() if i == guided else None)  # type: ignore[arg-type, misc]
+        BatchItem(
+            lambda e, t=t: e.tokenize(t),  # type: ignore[misc]
+            max_tokens=4,
+            guide=guide[1] if guide is not None and guide[0] == i else None,  # type: ignore[arg-type]
+        )
         for i, t in enumerate(texts)
     ]
 
 
-def test_a_batch_decodes_its_items_together_and_a_guided_one_alone() -> None:
+def test_a_batch_decodes_all_its_items_together_a_guided_one_with_a_fresh_guide() -> None:
     engine = BatchingEngine()
+    guide = CountingGuide()
     completer = Completer(load=lambda: engine)  # type: ignore[arg-type, return-value]
-    gens = completer.submit_batch(_items("ab", "cde", "f", guided=1)).future.result(5)
-    assert [g.text for g in gens] == ["len2", "alone", "len1"]  # in the items' order
-    assert engine.batches == [[[97, 98], [102]]] and engine.calls == 1
+    gens = completer.submit_batch(_items("ab", "cde", "f", guide=(1, guide))).future.result(5)
+    assert [g.text for g in gens] == ["len2", "len3", "len1"]  # in the items' order
+    assert engine.batches == [[[97, 98], [99, 100, 101], [102]]] and engine.calls == 0
+    assert engine.guides == [[None, guide.fresh_ones[0], None]]
     completer.close()
 
 
@@ -556,9 +575,11 @@ def test_a_batch_stopped_for_a_request_runs_again_without_what_had_finished() ->
     engine = BatchingEngine()
     engine.pause_once = True
     completer = Completer(load=lambda: engine)  # type: ignore[arg-type, return-value]
-    gens = completer.submit_batch(_items("ab", "cde")).future.result(5)
+    guide = CountingGuide()
+    gens = completer.submit_batch(_items("ab", "cde", guide=(1, guide))).future.result(5)
     assert [g.text for g in gens] == ["len2", "len3"]
     assert engine.batches == [[[97, 98], [99, 100, 101]], [[99, 100, 101]]]
+    assert engine.guides == [[None, guide.fresh_ones[0]], [guide.fresh_ones[1]]]  # a fresh guide again
     completer.close()
 
 

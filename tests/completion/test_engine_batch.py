@@ -12,7 +12,7 @@ from fimble.completion.engine.batch import Arrival, decode_batch
 from fimble.completion.engine.cancel import CancelToken
 from fimble.completion.engine.heads import CellCount, admission_order, shared_head
 from fimble.completion.engine.slot import Slot
-from tests.fakes import FakeDecoder, FakeKV
+from tests.fakes import FakeDecoder, FakeKV, RunnerUpGuide
 
 HEAD = list(range(100, 140))  # 40 tokens: a file's start, shared by the prompts cut from it
 
@@ -27,9 +27,9 @@ def batch(n_slots: int, n_ctx: int = 4096) -> tuple[FakeKV, FakeDecoder, list[Sl
     return kv, FakeDecoder(kv, n_ctx=n_ctx), [Slot(kv, 2 + i) for i in range(n_slots)]
 
 
-def alone(prompt: Sequence[int], max_tokens: int) -> BatchGeneration:
+def alone(prompt: Sequence[int], max_tokens: int, guide: RunnerUpGuide | None = None) -> BatchGeneration:
     _, decoder, slots = batch(1)
-    [gen] = decode_batch(decoder, slots, [prompt], max_tokens=max_tokens)  # type: ignore[arg-type]
+    [gen] = decode_batch(decoder, slots, [prompt], max_tokens=max_tokens, guides=[guide])  # type: ignore[arg-type]
     return gen
 
 
@@ -226,3 +226,19 @@ def test_prompts_fed_while_it_runs_join_it_and_a_gone_one_stops_alone() -> None:
     assert done[3].stop_reason == "cancelled" and 0 < len(done[3].tokens) < 12
     assert fed[-1] is True and fed.count(True) == 1
     assert all(not s.cells for s in slots)
+
+
+def test_a_guided_prompt_takes_its_guide_s_picks_from_its_own_row() -> None:
+    """Among unguided prompts, a guided one (an import line) gets the tokens its guide picks from the
+    logits of its own batch row, its first token included, and says whether the guide stepped aside;
+    the others are unchanged."""
+    prompts = [[1, *range(20)], [2, *range(20)], [3, *range(20)]]
+    _, decoder, slots = batch(3)
+    got = decode_batch(decoder, slots, prompts, max_tokens=6, guides=[None, RunnerUpGuide(2), None])  # type: ignore[arg-type]
+    plain = alone(prompts[1], 6)
+    assert [t >= 1000 for t in got[1].tokens] == [True, True, False, False, False, False]
+    assert got[1].tokens != plain.tokens and got[1].tokens == alone(prompts[1], 6, RunnerUpGuide(2)).tokens
+    assert got[1].guide == "released" and got[0].guide == got[2].guide == ""
+    assert [got[0].tokens, got[2].tokens] == [alone(prompts[0], 6).tokens, alone(prompts[2], 6).tokens]
+    kept = decode_batch(decoder, slots, prompts[:2], max_tokens=3, guides=[RunnerUpGuide(9), None])  # type: ignore[arg-type]
+    assert kept[0].guide == "kept" and all(t >= 1000 for t in kept[0].tokens)

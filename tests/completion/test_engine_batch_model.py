@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from fimble.completion.context.imports import ImportChoices
 from fimble.completion.engine import BatchGeneration, Engine, EngineConfig, Generation
 from fimble.completion.engine.batch import MIN_HEAD
 from fimble.completion.engine.cancel import CancelToken
+from fimble.completion.engine.guide import ImportGuide
 from fimble.completion.prompt.fim import build_prompt
 from fimble.errors import EngineError
 from tests.model_paths import SMALL, model_path
@@ -90,6 +92,32 @@ def test_each_prompt_stops_by_its_own_rule(small: Engine) -> None:
     assert all(len(g.tokens) > 1 or g.stop_reason == "eog" for g in got[1:3])
     with pytest.raises(ValueError):
         small.generate_batch([p1, p2], max_tokens=4, stops=[first])
+
+
+def test_a_guided_import_line_in_a_batch_is_the_one_guided_alone(small: Engine) -> None:
+    """An import line's guide picks its tokens from its own batch row, as it does alone: the forced
+    guide holds the line to the one name the module gives, the ordinary one lets the model choose
+    among the two; the unguided prompts beside them are unchanged."""
+    typed = "from pkg.cache import "
+    importing = fim_prompt(small, typed, "\n\n\nstore = Store()\nbucket = Bucket(store)\n")
+
+    def guides() -> list[ImportGuide | None]:
+        forced = ImportGuide(ImportChoices({"pkg.cache": ("Store",)}), typed, margin=float("inf"))
+        return [forced, None, ImportGuide(ImportChoices({"pkg.cache": ("Bucket", "Store")}), typed), None]
+
+    batch = [importing, prompts(small)[0], importing, prompts(small)[2]]
+    expected = [
+        alone(small, p, 12) if g is None else small.generate(p, max_tokens=12, guide=g, speculative=False)
+        for p, g in zip(batch, guides(), strict=True)
+    ]
+    small.reset()
+    got = small.generate_batch(batch, max_tokens=12, guides=guides())
+    assert got[0].text.split("\n")[0].rstrip() == "Store" and got[0].guide == "kept"
+    assert [g.guide for g in got] == [e.guide for e in expected]
+    for batched, single in zip(got, expected, strict=True):
+        assert_same_until_a_near_tie(batched, single)
+    with pytest.raises(ValueError):
+        small.generate_batch(batch, max_tokens=4, guides=[None])
 
 
 def test_the_interactive_slot_keeps_serving_around_a_batch(small: Engine) -> None:

@@ -1,7 +1,7 @@
-"""``service.generate_together``: many plans answered as ``generate`` answers each alone, the
-unguided ones decoded in one engine batch, a guided one (an import line) and an engine without
-batch slots alone. The real model's side-by-side equality is pinned in
-tests/evaluation/test_eval_model.py (the ceiling at width 4 against width 1)."""
+"""``service.generate_together``: many plans answered as ``generate`` answers each alone, all in
+one engine batch (an import line with its guide), each alone on an engine without batch slots. The
+real model's side-by-side equality is pinned in tests/evaluation/test_eval_model.py (the ceiling at
+width 4 against width 1)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ class BatchingFake(FakeEngine):
 
     batch_slots: list[int] = field(default_factory=lambda: [2, 3])
     batches: list[int] = field(default_factory=list)
+    guided: list[int] = field(default_factory=list)  # the batch rows that came with a guide
 
     def generate_batch(
         self,
@@ -31,12 +32,14 @@ class BatchingFake(FakeEngine):
         stops: Sequence[Callable[[str], Any]],
         limits: Sequence[int],
         on_done: Callable[[int, Generation], None],
+        guides: Sequence[object],
     ) -> list[Generation]:
         self.batches.append(len(prompts))
+        self.guided += [i for i, g in enumerate(guides) if g is not None]
         out = []
         for i, prompt in enumerate(prompts):
             assert limits[i] <= max_tokens
-            out.append(self.generate(prompt, max_tokens=limits[i], stop=stops[i]))
+            out.append(self.generate(prompt, max_tokens=limits[i], stop=stops[i], guide=guides[i]))
             on_done(i, out[-1])
         return out
 
@@ -68,11 +71,11 @@ def _answers(engine: FakeEngine, batched: bool) -> dict[int, CompletionResult]:
     return got
 
 
-def test_unguided_plans_decode_in_one_batch_with_the_answers_alone_gives() -> None:
+def test_the_plans_decode_in_one_batch_with_the_answers_alone_gives() -> None:
     alone = _answers(FakeEngine(reply_for=_reply), batched=False)
     engine = BatchingFake(reply_for=_reply)
     together = _answers(engine, batched=True)
-    assert engine.batches == [3]  # the import line (guided) was decoded alone
+    assert engine.batches == [4] and engine.guided == [2]  # the import line with its guide
     assert sorted(together) == [0, 1, 2, 3]
     for i in together:
         assert together[i].text == alone[i].text

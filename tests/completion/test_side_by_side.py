@@ -16,7 +16,7 @@ from fimble.completion.engine.slot import Slot
 from fimble.completion.side_by_side import SideBySide
 from fimble.completion.worker import EngineWorker
 from fimble.errors import Cancelled
-from tests.fakes import FakeDecoder, FakeKV, hold_worker
+from tests.fakes import FakeDecoder, FakeKV, RunnerUpGuide, hold_worker
 
 
 class BatchEngine:
@@ -48,26 +48,36 @@ class BatchEngine:
         return decode_batch(self.decoder, self.batch_slots, prompts, max_tokens=64, feed=watched, **kw)  # type: ignore[arg-type]
 
     def generate(
-        self, tokens: list[int], *, max_tokens: int, stop: Any, cancel: Any, reuse_limit: int
+        self, tokens: list[int], *, max_tokens: int, stop: Any, cancel: Any, reuse_limit: int, guide: Any
     ) -> Any:
         self.alone.append(tokens)
         [gen] = decode_batch(
-            self.decoder, self.batch_slots[:1], [tokens], max_tokens=max_tokens, stop=stop, cancel=cancel
-        )  # type: ignore[arg-type]
+            self.decoder,
+            self.batch_slots[:1],  # type: ignore[arg-type]
+            [tokens],
+            max_tokens=max_tokens,
+            stop=stop,
+            cancel=cancel,
+            guides=[guide],
+        )
         return gen
 
     def close(self) -> None:
         pass
 
 
-def item(first: int, max_tokens: int = 6) -> BatchItem:
-    return BatchItem(lambda _engine: [first, *range(20)], max_tokens)
+def item(first: int, max_tokens: int = 6, guide: RunnerUpGuide | None = None) -> BatchItem:
+    return BatchItem(lambda _engine: [first, *range(20)], max_tokens, guide=guide)  # type: ignore[arg-type]
 
 
-def answer(first: int, max_tokens: int = 6) -> tuple[int, ...]:
+def answer(first: int, max_tokens: int = 6, guide: RunnerUpGuide | None = None) -> tuple[int, ...]:
     [gen] = decode_batch(
-        FakeDecoder(FakeKV()), [Slot(FakeKV(), 2)], [[first, *range(20)]], max_tokens=max_tokens
-    )  # type: ignore[arg-type]
+        FakeDecoder(FakeKV()),
+        [Slot(FakeKV(), 2)],  # type: ignore[arg-type]
+        [[first, *range(20)]],
+        max_tokens=max_tokens,
+        guides=[guide],
+    )
     return gen.tokens
 
 
@@ -81,11 +91,14 @@ def pool() -> Any:
 
 
 def test_generations_queued_together_decode_in_one_batch_each_as_alone(pool: Any) -> None:
+    """An import line's generation (with its guide) shares the steps too."""
     engine, worker, shared = pool
     release = hold_worker(worker)
-    jobs = [shared.submit(item(k)) for k in (1, 2, 3)]
+    guide = lambda k: RunnerUpGuide(3) if k == 2 else None  # noqa: E731
+    jobs = [shared.submit(item(k, guide=guide(k))) for k in (1, 2, 3)]
     release.set()
-    assert [j.future.result(5).tokens for j in jobs] == [answer(k) for k in (1, 2, 3)]
+    assert [j.future.result(5).tokens for j in jobs] == [answer(k, guide=guide(k)) for k in (1, 2, 3)]
+    assert answer(2, guide=guide(2)) != answer(2)
     assert engine.batches == 1 and engine.alone == [] and shared.groups == 1
 
 

@@ -24,9 +24,12 @@ server's (``keep_interactive``): then the batch runs narrower and the cells go o
 fits no other way. A prompt that fits only alone runs alone and may stop at a full context. Batch
 slots are emptied on return, whatever the outcome.
 
-Greedy only, no drafts and no guide: a choice whose lead over the runner-up is under ``TIE_MARGIN`` is
-counted in ``BatchGeneration.near_ties`` (and logged at debug), because there the rounding of another batch
-shape (the same prompt decoded alone) could have chosen the other token.
+Greedy, no drafts: a choice whose lead over the runner-up is under ``TIE_MARGIN`` is counted in
+``BatchGeneration.near_ties`` (and logged at debug), because there the rounding of another batch shape
+(the same prompt decoded alone) could have chosen the other token. A prompt with a guide (an import
+line, ``fimble.completion.engine.guide``) takes its guide's pick among its row's best tokens instead of
+the argmax, as ``Decoder.run`` does alone; its near-ties are the model's (the two best tokens close),
+since that is where another shape could rank them otherwise and the guide pick otherwise too.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fimble.completion.engine.cancel import CancelToken
 from fimble.completion.engine.config import TIE_MARGIN, BatchGeneration, StopCheck
@@ -46,6 +49,9 @@ from fimble.completion.engine.decoder import Decoder, Row
 from fimble.completion.engine.heads import MIN_HEAD, CellCount, admission_order, shared_head
 from fimble.completion.engine.slot import Slot
 from fimble.errors import Cancelled, EngineError
+
+if TYPE_CHECKING:
+    from fimble.completion.engine.guide import Guide
 
 __all__ = ["MIN_HEAD", "Arrival", "Feed", "OnDone", "check_fits", "decode_batch"]
 
@@ -57,13 +63,14 @@ OnDone = Callable[[int, BatchGeneration], None]
 
 @dataclass(frozen=True)
 class Arrival:
-    """A prompt given to a running ``decode_batch`` by its ``feed``: its stop rules, its length
-    and its own cancel token (its client may go while the others run on)."""
+    """A prompt given to a running ``decode_batch`` by its ``feed``: its stop rules, its length,
+    its own cancel token (its client may go while the others run on) and its guide, if any."""
 
     prompt: Sequence[int]
     max_tokens: int
     stop: StopCheck | None = None
     cancel: CancelToken | None = None
+    guide: Guide | None = None
 
 
 # Called between decode steps with ``last`` False, and with ``last`` True when nothing is left to
@@ -90,6 +97,7 @@ class _Seq:
     max_tokens: int
     stop: StopCheck | None = None  # its own stop rules (``decode_batch``'s ``stops``)
     gone: CancelToken | None = None  # its own cancel (its client went), beside the call's
+    guide: Guide | None = None  # picks its tokens among the model's best (an import line)
     slot: Slot | None = None  # while it runs
     utf8: Any = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")("replace"))
     tokens: list[int] = field(default_factory=list)
@@ -106,8 +114,12 @@ class _Seq:
     ended: float = 0.0  # perf_counter when it stopped
     result: BatchGeneration | None = None  # once it stopped
 
-    def choose(self, choice: tuple[int, float]) -> None:
-        self.choice, self.margin = choice
+    def choose(self, decoder: Decoder, row: int) -> None:
+        """Its next token from batch row ``row`` of the last decode: the argmax, or its guide's pick
+        (the margin stays the model's own lead, see the module)."""
+        self.choice, self.margin = decoder.model.top2(row)
+        if self.guide is not None:
+            self.choice = decoder.guided(self.guide, self.text, row)
         self.ready = True
 
 
@@ -290,7 +302,7 @@ class _Batch:
                 if rc != 0:
                     self.decoder.fail(rc, "batch prompt evaluation")
                 if chunk[-1][3]:
-                    s.choose(self.model.top2(len(chunk) - 1))
+                    s.choose(self.decoder, len(chunk) - 1)
         finally:
             self.sync(slot)
         s.evaluated = True
@@ -334,7 +346,7 @@ class _Batch:
                 self.cancel_all()
                 return False
         for i, s in enumerate(running):
-            s.choose(self.model.top2(i))
+            s.choose(self.decoder, i)
         return True
 
     def arrive(self, last: bool) -> bool:
@@ -343,7 +355,7 @@ class _Batch:
             return False
         came = self.feed(last)
         for a in came:
-            s = _Seq(len(self.seqs), a.prompt, a.max_tokens, a.stop, gone=a.cancel)
+            s = _Seq(len(self.seqs), a.prompt, a.max_tokens, a.stop, gone=a.cancel, guide=a.guide)
             self.seqs.append(s)
             self.waiting.append(s)
         return bool(came)
@@ -373,6 +385,7 @@ def decode_batch(
     limits: Sequence[int] | None = None,
     keep_interactive: bool = False,
     feed: Feed | None = None,
+    guides: Sequence[Guide | None] | None = None,
 ) -> list[BatchGeneration]:
     """Greedy completions of ``prompts`` (any number; at most one per slot at a time, all slots
     empty), decoded together, one ``BatchGeneration`` per prompt in order.
@@ -381,7 +394,8 @@ def decode_batch(
     context, or ``cancel`` (checked between steps; the abort callback may also stop a step, since
     nobody waits for batch work). ``stops``: one stop check per prompt instead of ``stop`` for all
     (each request its own rules, so none decodes past its end while the others go on); ``limits``:
-    one ``max_tokens`` per prompt (at most ``max_tokens``), which is also what its cells are budgeted by.
+    one ``max_tokens`` per prompt (at most ``max_tokens``), which is also what its cells are budgeted by;
+    ``guides``: one guide (or None) per prompt, each used by one generation only (guides keep state).
     ``interactive``: the slot whose cells the batch may take when it needs them (see the module);
     with ``keep_interactive`` only for a prompt that cannot run otherwise (nothing else running).
     ``on_done(index, generation)`` hears of each prompt as soon as it stops. ``feed``: prompts that
@@ -389,7 +403,9 @@ def decode_batch(
     the call returns only ``prompts``' generations. The slots are empty again on return."""
     checks = list(stops) if stops is not None else [stop] * len(prompts)
     caps = [min(max_tokens, n) for n in limits] if limits is not None else [max_tokens] * len(prompts)
-    seqs = [_Seq(i, p, n, c) for i, (p, n, c) in enumerate(zip(prompts, caps, checks, strict=True))]
+    led = list(guides) if guides is not None else [None] * len(prompts)
+    rules = zip(prompts, caps, checks, led, strict=True)
+    seqs = [_Seq(i, p, n, c, guide=g) for i, (p, n, c, g) in enumerate(rules)]
     batch = _Batch(
         decoder,
         slots,
@@ -451,4 +467,5 @@ def _generation(s: _Seq) -> BatchGeneration:
         prompt_ms=max(0.0, (admitted - started) * 1000),
         generation_ms=max(0.0, (s.ended - admitted) * 1000),
         near_ties=tuple(s.near_ties),
+        guide="" if s.guide is None else ("released" if s.guide.released else "kept"),
     )

@@ -148,11 +148,12 @@ class Decoder:
     def argmax(self) -> int:
         return int(self.model.logits(-1).argmax())
 
-    def guided(self, guide: Guide, text: str) -> int:
-        """The guide's pick among the model's ``guide.breadth`` best next tokens (by logit)."""
+    def guided(self, guide: Guide, text: str, row: int = -1) -> int:
+        """The guide's pick among the model's ``guide.breadth`` best next tokens (by logit) at batch
+        row ``row`` of the last decode."""
         k = guide.breadth
         np = self.model.np
-        logits = self.model.logits(-1)
+        logits = self.model.logits(row)
         top = np.argpartition(logits, -k)[-k:]
         top = top[np.argsort(-logits[top], kind="stable")]
         piece = self.model.piece

@@ -16,6 +16,7 @@ line is names of M, each followed by a comma: the guide keeps it to the missing 
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable, Sequence
 from typing import Protocol
@@ -58,6 +59,10 @@ class Guide(Protocol):
     def pick(self, text: str, ranked: Sequence[tuple[int, str, float]]) -> int:
         """The next token after the generated ``text``, given the model's best (token, piece,
         logit), best first; an empty piece is an end-of-generation or control token."""
+        ...
+
+    def fresh(self) -> Guide:
+        """The guide as before its first pick, for a generation that starts again."""
         ...
 
 
@@ -117,6 +122,14 @@ class ImportGuide:
     def committed(self, line: str) -> bool:
         """The model has started an import statement: from here on the guide holds it to one."""
         return self.within is not None or line.startswith(("from ", "import "))
+
+    def fresh(self) -> ImportGuide:
+        """This guide as before its first pick. A guide keeps what it decided during one generation
+        (``released``, ``held``); a generation that starts again (a batch job stopped by a keystroke
+        and requeued) must start from a fresh one or it would not be the answer given alone."""
+        again = copy.copy(self)
+        again.released = again.held = False
+        return again
 
     def _fits(self, line: str, piece: str) -> bool:
         if not piece:  # the end: only after a whole statement

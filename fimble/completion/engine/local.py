@@ -268,6 +268,7 @@ class Engine:
         limits: Sequence[int] | None = None,
         keep_interactive: bool = False,
         feed: Feed | None = None,
+        guides: Sequence[Guide | None] | None = None,
     ) -> list[BatchGeneration]:
         """Greedy completions of ``prompts``, each in a batch slot, decoded together; one
         ``BatchGeneration`` per prompt, in order (see ``fimble.completion.engine.batch``).
@@ -280,7 +281,8 @@ class Engine:
         KV cells. ``on_done(index, generation)``: each prompt as soon as it stops.
         ``keep_interactive``: run narrower rather than clear the interactive slot's cells (a
         server, whose next keystroke wants them); they go only for a prompt that fits no other way.
-        ``feed``: prompts that arrive while it runs (``batch.Feed``; the caller checks that they fit)."""
+        ``feed``: prompts that arrive while it runs (``batch.Feed``; the caller checks that they fit).
+        ``guides``: a guide (or None) per prompt, picking its tokens as ``generate``'s ``guide`` does."""
         slots = self.batch_slots
         if not slots:
             raise EngineError(
@@ -292,6 +294,8 @@ class Engine:
             raise ValueError(f"{len(stops)} stop checks for {len(prompts)} prompts")
         if limits is not None and len(limits) != len(prompts):
             raise ValueError(f"{len(limits)} limits for {len(prompts)} prompts")
+        if guides is not None and len(guides) != len(prompts):
+            raise ValueError(f"{len(guides)} guides for {len(prompts)} prompts")
         return decode_batch(
             self.decoder,
             slots,
@@ -305,6 +309,7 @@ class Engine:
             limits=limits,
             keep_interactive=keep_interactive,
             feed=feed,
+            guides=guides,
         )
 
     # -- KV state on disk ---------------------------------------------------------------------------

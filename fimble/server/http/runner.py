@@ -145,8 +145,8 @@ class Runner:
             raise HttpError(503, str(worker.load_error), kind="model_load_error")
 
     def _submit(self, plan: RawPlan, on_text: Callable[[str], None] | None) -> Job[Generation]:
-        if on_text is None and plan.guide is None:  # other clients' generations may share its steps
-            item = BatchItem(plan.build, plan.max_tokens, plan.stop)
+        if on_text is None:  # other clients' generations may share its steps
+            item = BatchItem(plan.build, plan.max_tokens, plan.stop, plan.guide)
             return self._admitted(lambda: self.completer.submit_shared(item))
         return self._admitted(
             lambda: self.completer.submit_tokens(
