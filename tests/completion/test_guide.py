@@ -105,3 +105,55 @@ def test_a_closed_list_or_a_list_of_another_module_is_not_guided_as_one() -> Non
     closed = "from agents import (\n    Agent,\n)\n"
     assert import_guide(choices, closed + "from ").within is None
     assert import_guide(choices, "from other import (\n    x,\n    ") is None
+
+
+ALIASED = ImportChoices({".exceptions": ("SSLError", "ProxyError")}, plain=("pkg.mod",))
+
+
+def test_a_name_may_be_bound_under_an_alias_of_the_model_s_choosing() -> None:
+    """requests' ``from .exceptions import SSLError as RequestsSSLError``: the name is held to the
+    choices, the alias (any identifier) is the model's."""
+    g = ImportGuide(ALIASED)
+    head = "from .exceptions import "
+    for rest in (
+        "SSLError ",
+        "SSLError a",
+        "SSLError as",
+        "SSLError as ",
+        "SSLError as Requests",
+        "ProxyError, SSLError as E",
+    ):
+        assert g.viable(head + rest), rest
+    assert g.viable("import pkg.mod as m") and g.viable("import pkg.mod a")
+    assert g.finished(head + "SSLError as RequestsSSLError") and g.finished(
+        head + "SSLError as E, ProxyError"
+    )
+    assert g.finished("import pkg.mod as mod")
+    assert not g.finished(head + "SSLError as") and not g.finished("import pkg.mod as")
+    assert not g.viable(head + "Timeout as T")  # the name is still one the module gives
+    assert not g.viable(head + "SSLError as E, SSLError")  # once
+    assert not g.viable(head + "SSLError is") and not g.viable("import pkg.mod is")
+
+
+def test_the_model_s_alias_stands_where_the_guide_ended_the_line_before() -> None:
+    g = ImportGuide(ALIASED, "from .exceptions import ")
+    assert g.pick("SSLError", _ranked((" as", 3.0), ("\n", 2.0))) == 0
+    assert g.pick("SSLError as", _ranked((" RequestsSSLError", 3.0), (" SSLError", 2.9))) == 0
+    assert g.pick("SSLError as RequestsSSLError", _ranked(("\n", 3.0), (",", 2.0))) == 0
+    assert not g.released
+    assert g.pick("SSLError as RequestsSSLError\n", _ranked(("x", 1.0))) == 0  # past the line
+
+
+def test_a_choice_with_its_alias_holds_the_line_to_that_alias() -> None:
+    g = ImportGuide(ImportChoices({".exceptions": ("SSLError as RequestsSSLError", "ProxyError")}))
+    head = "from .exceptions import "
+    assert (
+        g.viable(head + "SSLError")
+        and g.viable(head + "SSLError as Req")
+        and g.viable(head + "ProxyError as P")
+    )
+    assert not g.viable(head + "SSLError as E") and not g.finished(head + "SSLError")
+    assert g.finished(head + "SSLError as RequestsSSLError, ProxyError")
+    g = ImportGuide(g.choices, head)
+    assert g.pick("SSLError", _ranked(("\n", 3.0), (",", 2.5), (" as", 1.0))) == 2
+    assert g.pick("SSLError as", _ranked((" SSL", 3.0), (" Requests", 1.0))) == 1

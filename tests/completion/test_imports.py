@@ -108,6 +108,17 @@ def test_standard_library_names_and_modules_are_choices_too() -> None:
     assert not any("method" in names or "nowhere" in names for names in choices.modules.values())
 
 
+def test_a_name_defined_nowhere_is_offered_as_the_name_it_ends_with_under_an_alias() -> None:
+    """requests' models.py: ``RequestsSSLError`` is ``from .exceptions import SSLError as
+    RequestsSSLError``; the alias is part of the choice (the model cannot guess it)."""
+    choices = import_choices(_Index(), "src/pkg/env.py", ["PkgBucket", "_Bucket", "Bucketless", "Xy"], [])
+    assert choices.modules == {
+        ".cache": ("Bucket as PkgBucket", "Bucket as _Bucket"),
+        "pkg.cache": ("Bucket as PkgBucket", "Bucket as _Bucket"),
+    }
+    assert ImportChoices.from_text(choices.as_text()) == choices
+
+
 def test_only_python_files_get_choices() -> None:
     assert not import_choices(_Index(), "src/app.ts", ["Bucket"], [])
 

@@ -349,3 +349,16 @@ def test_on_a_real_index_a_barrel_line_gets_the_modules_not_re_exported_yet(
     assert choices is not None and choices.modules == {"./internal/observable/pairs": ("pairs",)}
     guide = import_guide(choices, "\n".join(text.split("\n")[:2]) + "\n")
     assert guide is not None and guide.finished("export { pairs } from './internal/observable/pairs';")
+
+
+def test_a_listed_name_may_be_bound_under_an_alias() -> None:
+    g = JsImportGuide(CHOICES)
+    for line in (
+        "import { operate ",
+        "import { operate as",
+        "import { operate as op",
+        "import { operate as op }",
+    ):
+        assert g.viable(line), line
+    assert g.finished("import { operate as op } from '../util/lift';")
+    assert not g.viable("import { Subject as S")

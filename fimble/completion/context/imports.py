@@ -10,6 +10,11 @@ from a package that re-exports the name, a standard-library module, or a workspa
 whole. ``fimble.completion.engine.guide`` then keeps the generated line to one of them, letting the model
 choose which.
 
+A missing name that nothing defines may be a defined one under a prefix: requests' models.py calls
+``RequestsSSLError`` and imports ``from .exceptions import SSLError as RequestsSSLError``. Such a
+name's choice is that statement, alias included: the model cannot know the alias (its use is
+hundreds of lines below), so the guide holds the line to it.
+
 The choices travel from the gatherer to the engine's thread as one extra context snippet
 (``IMPORT_CHOICES``), so every front door passes them on without knowing about them;
 ``split_choices`` takes it out again before the prompt is built. Index failures mean no choices.
@@ -72,6 +77,9 @@ _JS_STATEMENT = re.compile(r"""^(import|export) \{( ?)([^}]*?) ?\} from (['"])([
 # The line of a JS choices' text that lists ``siblings`` (specifiers hold no spaces in practice).
 _SIBLINGS = "// modules beside them: "
 _BOUND = "// names bound already: "  # and the one that lists ``bound``
+# Where a missing name may be another under a prefix: a capital after a small letter or a digit
+# (``Requests|SSLError``, ``Compat|JSONDecodeError``), or after underscores (``_|SSLError``).
+_ALIAS_SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=_)(?=[A-Za-z])")
 # An import list still open before the cursor's line: ``from M import (`` with no ``)`` after it.
 _OPEN_LIST = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]*\(([^)]*)\Z", re.M)
 
@@ -323,13 +331,32 @@ def _add_listed(
             modules.setdefault(listing, []).append(name)
 
 
+def _alias_of(index: Any, name: str) -> tuple[str, list[Any]]:
+    """(the defined name that ``name`` may be an alias of, its top-level Python definitions), the
+    longest such suffix of ``name`` (see the module); ("", []) when none is defined."""
+    for m in _ALIAS_SPLIT.finditer(name):
+        base = name[m.start() :]
+        if len(base) < 3:
+            continue
+        try:
+            found = index.definitions(base, limit=8)
+        except Exception:
+            log.debug("definitions(%s) failed", base, exc_info=True)
+            return "", []
+        defs = [d for d in found if not d.scope and d.path.endswith(".py")]
+        if defs:
+            return base, defs
+    return "", []
+
+
 def import_choices(
     index: Any, importer: str, unbound: Sequence[str], imports: Sequence[Any], listing: str | None = None
 ) -> ImportChoices:
     """The statements that would bind ``unbound`` names (most used first) of the Python file
     ``importer``: workspace definitions (up to eight per name), modules of the workspace, and the
-    standard library. A name found nowhere gives no choice (the guide then lets the model write what
-    it likes, see ``fimble.completion.engine.guide``).
+    standard library; a name defined nowhere, as the defined name it ends with under its own name
+    (``SSLError as RequestsSSLError``). A name found nowhere gives no choice (the guide then lets
+    the model write what it likes, see ``fimble.completion.engine.guide``).
 
     ``listing``: the module of a ``from M import (`` list the cursor is in (``open_list``). The
     file has chosen M already, so every missing name M binds is a choice, also one M only imports
@@ -352,14 +379,20 @@ def import_choices(
             log.debug("definitions(%s) failed", name, exc_info=True)
             found = ()
         defs = [d for d in found if d.path != importer and not d.scope and d.path.endswith(".py")]
-        specs += _by_definition(layout, importer, name, {d.path: d for d in defs}.values())
+        base = listed = name
+        if not found and name not in stdlib:  # maybe a defined name under an alias
+            alias_of, found = _alias_of(index, name)
+            if alias_of:
+                base, listed = alias_of, f"{alias_of} as {name}"
+                defs = [d for d in found if d.path != importer]
+        specs += _by_definition(layout, importer, base, {d.path: d for d in defs}.values())
         homes, top = _module_homes(layout, importer, name, dirs)
         specs += homes
         specs += stdlib.get(name, ())
         for spec in dict.fromkeys(specs):
             modules.setdefault(spec, [])
-            if name not in modules[spec]:
-                modules[spec].append(name)
+            if listed not in modules[spec]:
+                modules[spec].append(listed)
         if top or name in sys.stdlib_module_names:
             plain.append(name)
     if listing is not None:

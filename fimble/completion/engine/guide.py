@@ -12,6 +12,11 @@ nothing to say.
 
 Inside a parenthesised ``from M import (`` list (openai-agents writes most of its imports so), a
 line is names of M, each followed by a comma: the guide keeps it to the missing names M can give.
+
+A name may be bound under another: ``SSLError as RequestsSSLError`` (requests' adapters.py),
+``jsonify as jsonify`` (flask's re-exports), ``import pkg.mod as mod``, ``{ a as b }``. The guide
+holds the name to the choices and leaves the alias, any identifier, to the model: before, a guided
+line could not write `` as`` at all, so it ended at the name, or named the next one instead.
 """
 
 from __future__ import annotations
@@ -41,6 +46,10 @@ EXPORT_MARGIN = 12.0
 BREADTH = 24
 JS_BREADTH = 1024
 _NAMES_SEP = re.compile(r",\s*")
+# A listed name bound under an alias, whole (``a as b``), or as it is being written (``a``, ``a a``,
+# ``a as``, ``a as b``: the name, then what has been written of its alias clause).
+_ALIASED = re.compile(r"([A-Za-z_$][\w$]*)(?: as [A-Za-z_$][\w$]*)?")
+_ALIASING = re.compile(r"([A-Za-z_$][\w$]*)?( (?:a(?:s(?: (?:[A-Za-z_$][\w$]*)?)?)?)?)?")
 # The module path after an ES statement's names: (quote, the path so far, the closing quote if any).
 _SPEC_SO_FAR = re.compile(r"""\}\s*from\s*(['"])([^'"\n]*)(['"]?)""")
 # What may follow a module's specifier and still name it: ESM's written extensions, an index.
@@ -85,14 +94,20 @@ class ImportGuide:
         self._splits: dict[str, frozenset[int]] = {}
 
     def _names_fit(self, names: tuple[str, ...], listed: str, *, whole: bool) -> bool:
-        """``listed`` ("a, b, c") names distinct members of ``names``; the last one may be
+        """``listed`` ("a, b as c, d") names distinct entries of ``names``, each maybe under an
+        alias of the model's (an entry ``x as y`` keeps its own); the last one (or its alias) may be
         unfinished unless ``whole``."""
-        *done, last = _NAMES_SEP.split(listed)
-        if not all(n in names for n in done) or len(set(done)) != len(done):
+        *listed_done, last = _NAMES_SEP.split(listed)
+        done = [_entry(names, n) for n in listed_done]
+        if None in done or len(set(done)) != len(done):
             return False
         if whole:
-            return last in names and last not in done
-        return any(n.startswith(last) for n in names if n not in done)
+            entry = _entry(names, last)
+            return entry is not None and entry not in done
+        if any(n.startswith(last) for n in names if n not in done):
+            return True
+        m = _ALIASING.fullmatch(last)  # a name whole, its alias clause being written
+        return m is not None and m.group(2) is not None and m.group(1) in names and m.group(1) not in done
 
     def viable(self, line: str) -> bool:
         """``line`` can still become one of the statements (a finished one counts)."""
@@ -105,7 +120,10 @@ class ImportGuide:
                 return True
             if line.startswith(head) and self._names_fit(names, line[len(head) :], whole=False):
                 return True
-        return any(f"import {x}".startswith(line) for x in self.choices.plain)
+        return any(
+            f"import {x}".startswith(line) or _aliasing(line, f"import {x}", whole=False)
+            for x in self.choices.plain
+        )
 
     def finished(self, line: str) -> bool:
         """``line`` is a whole statement of the choices (in a list: names, a comma after the last
@@ -117,7 +135,9 @@ class ImportGuide:
             head = f"from {module} import "
             if line.startswith(head) and self._names_fit(names, line[len(head) :], whole=True):
                 return True
-        return any(line == f"import {x}" for x in self.choices.plain)
+        return any(
+            line == f"import {x}" or _aliasing(line, f"import {x}", whole=True) for x in self.choices.plain
+        )
 
     def committed(self, line: str) -> bool:
         """The model has started an import statement: from here on the guide holds it to one."""
@@ -175,6 +195,8 @@ class ImportGuide:
         start = len(text)
         while start > 0 and text[start - 1].isalpha():
             start -= 1
+        if text[:start].endswith(" as "):
+            return True  # an alias: the model's own word, no choice's
         run = text[start:]
         before = text[start - 1 : start]
         lead = "" if before in ("\r", "\n") or before.isdigit() else before
@@ -189,7 +211,7 @@ class ImportGuide:
         """The runs of letters of every statement the choices could make."""
         if self._words is None:
             c = self.choices
-            texts = [*c.plain, *c.modules, *(n for ns in c.modules.values() for n in ns), "from import"]
+            texts = [*c.plain, *c.modules, *(n for ns in c.modules.values() for n in ns), "from import as"]
             if c.language == "js":
                 texts += [c.js_head(), c.js_head(type_only=True), *(c.js_tail(m) for m in c.modules)]
             self._words = frozenset(w for t in texts for w in _LETTERS.findall(t))
@@ -241,7 +263,10 @@ class JsImportGuide(ImportGuide):
             whole = listed != rest and bool(listed) and not listed.endswith(",")  # ``a }`` comes next
             if listed.endswith(","):
                 listed = rest
-            return any(self._names_fit(ns, listed, whole=whole) for ns in self.choices.modules.values())
+            return any(
+                self._names_fit(ns, listed, whole=whole) or (whole and self._names_fit(ns, rest, whole=False))
+                for ns in self.choices.modules.values()
+            )  # ``a `` is a whole name, or one whose alias clause comes next
         listed, _, _ = rest.partition("}")
         tail = rest[len(listed) :]
         listed = listed.rstrip()
@@ -335,6 +360,24 @@ class JsImportGuide(ImportGuide):
             if p.strip().startswith(",") and self.viable(line + p) and best - logit <= self.margin:
                 return tok
         return choice
+
+
+def _entry(names: tuple[str, ...], listed: str) -> str | None:
+    """The entry of ``names`` a whole listed name (``a``, ``a as b``) is: itself, or the name it
+    binds under an alias; None for none."""
+    if listed in names:
+        return listed
+    m = _ALIASED.fullmatch(listed)
+    return m.group(1) if m is not None and m.group(1) in names else None
+
+
+def _aliasing(line: str, statement: str, *, whole: bool) -> bool:
+    """``line`` is ``statement`` followed by an alias clause (``import a.b as b``), whole or, unless
+    ``whole``, being written."""
+    if not line.startswith(statement + " "):
+        return False
+    rest = f"x{line[len(statement) :]}"  # the clause after a stand-in name
+    return (_ALIASED if whole else _ALIASING).fullmatch(rest) is not None and (not whole or " as " in rest)
 
 
 def import_guide(choices: ImportChoices | None, prefix: str) -> ImportGuide | None:
