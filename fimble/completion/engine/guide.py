@@ -13,7 +13,7 @@ nothing to say.
 Inside a parenthesised ``from M import (`` list (openai-agents writes most of its imports so), a
 line is names of M, each followed by a comma: the guide keeps it to the missing names M can give.
 
-A name may be bound under another: ``SSLError as RequestsSSLError`` (requests' adapters.py),
+A name may be bound under another: ``SSLError as RequestsSSLError`` (requests' models.py),
 ``jsonify as jsonify`` (flask's re-exports), ``import pkg.mod as mod``, ``{ a as b }``. The guide
 holds the name to the choices and leaves the alias, any identifier, to the model: before, a guided
 line could not write `` as`` at all, so it ended at the name, or named the next one instead.
