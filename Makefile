@@ -68,6 +68,7 @@ test-fast: install
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 # The same suite in a network namespace that has only loopback: nothing fimble or its tests run may
 # need the network once installed (installing needs it, so that happens first, outside; the one test of

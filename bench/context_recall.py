@@ -42,8 +42,14 @@ def _defines(name: str, text: str) -> bool:
 def _measure(engine: Any, p: Prepared, context_tokens: int, prefix_tokens: int) -> dict[str, Any]:
     """One sample: which needed names the packed context mentions/defines, and why not the others."""
     prompt = build_prompt(
-        engine.tokenize, engine.fim, p.text[: p.offset], p.text[p.offset :], path=p.sample.path,
-        files=p.chunks, context_budget=context_tokens, prefix_budget=prefix_tokens,
+        engine.tokenize,
+        engine.fim,
+        p.text[: p.offset],
+        p.text[p.offset :],
+        path=p.sample.path,
+        files=p.chunks,
+        context_budget=context_tokens,
+        prefix_budget=prefix_tokens,
     )
     kept = {(part.path, part.reason) for part in prompt.parts if part.kind == "context"}
     packed = [(reason, text) for path, text, reason in p.chunks if (path, reason) in kept]

@@ -33,10 +33,18 @@ def load(cases_file: Path, samples: set[str]) -> tuple[Path, list[Case]]:
             continue
         out.append(
             Case(
-                sample=r["sample"], path=r["path"], language=r["language"], line=r["line"],
-                column=r["column"], position=r["position"], truth=r["truth"], text=r["text"],
-                offset=r["offset"], cross_file=tuple(r["cross_file_names"]),
-                cross_file_unseen=tuple(r["cross_file_unseen"]), visit=r["visit"],
+                sample=r["sample"],
+                path=r["path"],
+                language=r["language"],
+                line=r["line"],
+                column=r["column"],
+                position=r["position"],
+                truth=r["truth"],
+                text=r["text"],
+                offset=r["offset"],
+                cross_file=tuple(r["cross_file_names"]),
+                cross_file_unseen=tuple(r["cross_file_unseen"]),
+                visit=r["visit"],
                 ceiling=r["ceiling_position"],
             )
         )
@@ -52,22 +60,41 @@ def main() -> None:
     parser.add_argument("--think-ms", default="2000", help="comma-separated think times")
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--root", type=Path, help="the source folder, when the run's was a PyPI spec "
-                        "(fimble eval's cache: ~/.cache/fimble/eval-sources/NAME-VERSION)")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        help="the source folder, when the run's was a PyPI spec "
+        "(fimble eval's cache: ~/.cache/fimble/eval-sources/NAME-VERSION)",
+    )
     args = parser.parse_args()
     source, cases = load(args.cases, set(args.samples.split(",")))
     source = args.root or source
     args.out.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
     settings = ServedSettings(think_ms=tuple(int(t) for t in args.think_ms.split(",")))
-    run_served(source, cases, [], models=[args.model], settings=settings, max_tokens=48, threads=0,
-               out=args.out, on_row=rows.append)
+    run_served(
+        source,
+        cases,
+        [],
+        models=[args.model],
+        settings=settings,
+        max_tokens=48,
+        threads=0,
+        out=args.out,
+        on_row=rows.append,
+    )
     with open(args.out / "served.jsonl", "w", encoding="utf-8") as f:
         for row in rows:
             f.write(json.dumps(row) + "\n")
     for row in rows:
-        print(row["think_ms"], row["request"], row["case"], "exact" if row["exact"] else "wrong",
-              f"{row['latency_ms']:.0f} ms", repr(row["prediction"]))
+        print(
+            row["think_ms"],
+            row["request"],
+            row["case"],
+            "exact" if row["exact"] else "wrong",
+            f"{row['latency_ms']:.0f} ms",
+            repr(row["prediction"]),
+        )
 
 
 if __name__ == "__main__":

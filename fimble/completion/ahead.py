@@ -29,9 +29,7 @@ __all__ = ["CacheKey", "Start", "WorkAhead"]
 # (request, its shape) -> its completion cache key, or None while no model is loaded
 CacheKey = Callable[[CompletionRequest, CursorSyntax], bytes | None]
 # (request, key, shape, cache key, submitted) -> the job of a generation others may adopt
-Start = Callable[
-    [CompletionRequest, str | None, CursorSyntax, bytes | None, float], Job[CompletionResult]
-]
+Start = Callable[[CompletionRequest, str | None, CursorSyntax, bytes | None, float], Job[CompletionResult]]
 
 
 class WorkAhead:

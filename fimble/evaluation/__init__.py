@@ -202,9 +202,7 @@ def _write_cases(path: Path, cases: list[Case], revisits: list[Case], source: st
             f.write(json.dumps(case_record(case, source, order, case.id in again), ensure_ascii=False) + "\n")
 
 
-def _run_ceiling(
-    config: EvalConfig, prepared: list[Any], out: Path, rows: list[dict[str, Any]]
-) -> None:
+def _run_ceiling(config: EvalConfig, prepared: list[Any], out: Path, rows: list[dict[str, Any]]) -> None:
     """Every prepared sample per model and context setting, in-process from its full prompt."""
     from tqdm import tqdm
 
@@ -213,9 +211,10 @@ def _run_ceiling(
 
     total = len(prepared) * len(config.contexts) * len(config.models)
     # Rows are also appended to samples.jsonl as they come: a long run stopped early keeps its work.
-    with tqdm(total=total, desc="completing", unit="line") as bar, open(
-        out / "samples.jsonl", "w", encoding="utf-8"
-    ) as log:
+    with (
+        tqdm(total=total, desc="completing", unit="line") as bar,
+        open(out / "samples.jsonl", "w", encoding="utf-8") as log,
+    ):
 
         def keep(row: dict[str, Any]) -> None:
             rows.append(row)
@@ -259,9 +258,10 @@ def _run_served(
     from fimble.evaluation.served import run_served
 
     total = (len(cases) + len(revisits)) * len(config.models) * len(settings.think_ms)
-    with tqdm(total=total, desc="asking the server", unit="place") as bar, open(
-        out / "served.jsonl", "w", encoding="utf-8"
-    ) as log:
+    with (
+        tqdm(total=total, desc="asking the server", unit="place") as bar,
+        open(out / "served.jsonl", "w", encoding="utf-8") as log,
+    ):
 
         def keep(row: dict[str, Any]) -> None:
             rows.append(row)
@@ -269,9 +269,18 @@ def _run_served(
             log.flush()
 
         run_served(
-            root, cases, revisits, models=config.models, settings=settings, max_tokens=config.max_tokens,
-            threads=config.threads, out=out, extra_options=server_budgets, on_row=keep,
-            progress=bar.update, on_run=runs.append,
+            root,
+            cases,
+            revisits,
+            models=config.models,
+            settings=settings,
+            max_tokens=config.max_tokens,
+            threads=config.threads,
+            out=out,
+            extra_options=server_budgets,
+            on_row=keep,
+            progress=bar.update,
+            on_run=runs.append,
         )
 
 

@@ -78,8 +78,11 @@ def language_facts(language: str = "python") -> LanguageFacts:
     facts = families.get(language, families["python"])
     if facts is families["python"]:
         facts = LanguageFacts(
-            facts.line_comments, facts.block_comment, facts.quotes,
-            facts.builtins | PYTHON_BUILTINS, facts.builtin_attrs | _BUILTIN_ATTRS,
+            facts.line_comments,
+            facts.block_comment,
+            facts.quotes,
+            facts.builtins | PYTHON_BUILTINS,
+            facts.builtin_attrs | _BUILTIN_ATTRS,
         )
     return facts
 

@@ -41,6 +41,7 @@ Progress = Callable[[int], None]  # advance a progress bar by n
 ContextFiles = tuple[tuple[str, str, str], ...]
 Classify = Callable[[str, int, int], list[str]]  # (path, line, column) -> cross-file names
 
+
 @dataclass(frozen=True)
 class EvalConfig:
     """What to measure. Suggestions are single-line (the truth is the rest of one line)."""

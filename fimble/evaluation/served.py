@@ -47,8 +47,20 @@ __all__ = [
 
 REQUESTS = ("automatic", "invoked")
 _COPY_SKIP = frozenset(
-    {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox",
-     ".mypy_cache", ".pytest_cache", ".ruff_cache"}
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "node_modules",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+    }
 )
 
 Row = dict[str, Any]
@@ -207,9 +219,19 @@ async def _position(
         status = await s.status()
         after = small_count(status)
         rows.append(
-            served_row(case, model=model, think_ms=think_ms, request=request, visit=visit, text=text,
-                       latency_ms=ms, last=status.get("last") or {}, small_before=before,
-                       small_after=after, error=error)
+            served_row(
+                case,
+                model=model,
+                think_ms=think_ms,
+                request=request,
+                visit=visit,
+                text=text,
+                latency_ms=ms,
+                last=status.get("last") or {},
+                small_before=before,
+                small_after=after,
+                error=error,
+            )
         )
         before = after
     return rows
@@ -261,8 +283,9 @@ async def _session(
             original = originals[path]
             try:
                 for case in group:
-                    for row in await _position(s, case, label or case.visit, uri, disk, think_ms,
-                                               settings.settle_ms, model):
+                    for row in await _position(
+                        s, case, label or case.visit, uri, disk, think_ms, settings.settle_ms, model
+                    ):
                         on_row(row)
                     if progress:
                         progress(1)
@@ -315,9 +338,20 @@ def run_served(
             log_path.unlink(missing_ok=True)
             try:
                 info = asyncio.run(
-                    _session(root, cases, revisits, model=model, model_path=model_path, think_ms=think,
-                             threads=threads, options=options, settings=settings, log_path=log_path,
-                             on_row=on_row, progress=progress)
+                    _session(
+                        root,
+                        cases,
+                        revisits,
+                        model=model,
+                        model_path=model_path,
+                        think_ms=think,
+                        threads=threads,
+                        options=options,
+                        settings=settings,
+                        log_path=log_path,
+                        on_row=on_row,
+                        progress=progress,
+                    )
                 )
             except ServedError as err:  # this server failed: say so, and go on with the next one
                 info = {"model": model, "think_ms": think, "log": str(log_path), "error": str(err)}

@@ -22,8 +22,12 @@ from fimble.evaluation.cases import Case
 
 __all__ = ["ServedError", "Session", "answer_text", "small_count", "utf16_column"]
 
-_LANGUAGE_IDS = {"python": "python", "typescript": "typescript", "tsx": "typescriptreact",
-                 "javascript": "javascript"}
+_LANGUAGE_IDS = {
+    "python": "python",
+    "typescript": "typescript",
+    "tsx": "typescriptreact",
+    "javascript": "javascript",
+}
 _STATUS_POLL_S = 0.25
 _REQUEST_TIMEOUT_S = 180.0  # far past any server deadline: a hang, not a slow answer
 
@@ -123,7 +127,9 @@ class Session:
             raise ServedError(f"the server exited ({process.returncode}):\n{self.log_tail()}")
         try:
             return await asyncio.wait_for(
-                self.client.workspace_execute_command_async(types.ExecuteCommandParams(command="fimble.status")),
+                self.client.workspace_execute_command_async(
+                    types.ExecuteCommandParams(command="fimble.status")
+                ),
                 _REQUEST_TIMEOUT_S,
             )
         except TimeoutError:

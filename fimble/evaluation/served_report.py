@@ -99,8 +99,15 @@ def served_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             for visit in VISITS:
                 chosen = [r for r in mine if _in_group(r, group) and _in_visit(r, visit)]
                 out.append(
-                    {"mode": "served", "model": model, "think_ms": think, "request": request,
-                     "group": group, "visit": visit, **stats(chosen)}
+                    {
+                        "mode": "served",
+                        "model": model,
+                        "think_ms": think,
+                        "request": request,
+                        "group": group,
+                        "visit": visit,
+                        **stats(chosen),
+                    }
                 )
     return out
 
@@ -118,9 +125,15 @@ def ceiling_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         for group in GROUPS:
             chosen = [r for r in mine if _in_group(r, group)]
             out.append(
-                {"mode": "ceiling", "model": model, "think_ms": None,
-                 "request": "context" if context else "no context", "group": group, "visit": None,
-                 **stats(chosen)}
+                {
+                    "mode": "ceiling",
+                    "model": model,
+                    "think_ms": None,
+                    "request": "context" if context else "no context",
+                    "group": group,
+                    "visit": None,
+                    **stats(chosen),
+                }
             )
     return out
 
@@ -151,7 +164,10 @@ def versus_ceiling(
         won = sum(bool(r["exact"]) and not truth_of[(model, r["case"], True)] for r in mine)
         out.append(
             {
-                "model": model, "think_ms": think, "request": request, "n": n,
+                "model": model,
+                "think_ms": think,
+                "request": request,
+                "n": n,
                 "served_exact_match": round(here / n, 4),
                 "ceiling_exact_match": round(on / n, 4),
                 "ceiling_no_context_exact_match": round(sum(off) / len(off), 4) if off else None,
@@ -175,18 +191,40 @@ def _ms(x: float | None) -> str:
     return "-" if x is None else f"{x:.0f}"
 
 
-_HEAD = ("mode", "model", "think", "request", "group", "visit", "n", "exact (95% CI)", "edit sim",
-         "empty", "small", "p50 ms", "p90 ms")
+_HEAD = (
+    "mode",
+    "model",
+    "think",
+    "request",
+    "group",
+    "visit",
+    "n",
+    "exact (95% CI)",
+    "edit sim",
+    "empty",
+    "small",
+    "p50 ms",
+    "p90 ms",
+)
 
 
 def _cells(e: dict[str, Any]) -> tuple[str, ...]:
     ci = e.get("exact_match_ci95")
     exact = _p(e["exact_match"]) + (f" ({100 * ci[0]:.0f}-{100 * ci[1]:.0f})" if ci else "")
     return (
-        e["mode"], _short(e["model"]), "-" if e["think_ms"] is None else f"{e['think_ms']} ms",
-        e["request"], e["group"].replace("_", "-"), e["visit"] or "-", str(e["n"]), exact,
-        _p(e["edit_similarity"]), _p(e["empty_rate"]), _p(e.get("small_first_prompt_rate")),
-        _ms(e["latency_p50_ms"]), _ms(e["latency_p90_ms"]),
+        e["mode"],
+        _short(e["model"]),
+        "-" if e["think_ms"] is None else f"{e['think_ms']} ms",
+        e["request"],
+        e["group"].replace("_", "-"),
+        e["visit"] or "-",
+        str(e["n"]),
+        exact,
+        _p(e["edit_similarity"]),
+        _p(e["empty_rate"]),
+        _p(e.get("small_first_prompt_rate")),
+        _ms(e["latency_p50_ms"]),
+        _ms(e["latency_p90_ms"]),
     )
 
 

@@ -22,8 +22,19 @@ def test_models_repeat_and_split() -> None:
 
 def test_help_lists_the_options() -> None:
     out = CliRunner().invoke(cli, ["eval", "--help"]).output
-    for option in ("--pypi", "--samples", "--seed", "--model", "--models", "--context", "--out", "--mode",
-                   "--think-ms", "--server-option", "--language"):
+    for option in (
+        "--pypi",
+        "--samples",
+        "--seed",
+        "--model",
+        "--models",
+        "--context",
+        "--out",
+        "--mode",
+        "--think-ms",
+        "--server-option",
+        "--language",
+    ):
         assert option in out
     assert "served|ceiling|both" in out and "cases.jsonl" in out
 

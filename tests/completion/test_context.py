@@ -274,8 +274,14 @@ def test_a_referenced_class_is_shown_as_a_skeleton_and_a_method_under_its_class(
     idx = index()  # app.py imports util/dates.py, which imports cal.py (two hops)
     idx.other_imports["util/dates.py"] = [Imp(("cal.py",), ("Calendar",))]
     cls = Def("cal.py", "Calendar", kind="class", qualname="Calendar", signature="class Calendar:")
-    add = Def("cal.py", "add", kind="method", qualname="Calendar.add",
-              signature="def add(\n    self, day: date\n) -> None:", scope="Calendar")
+    add = Def(
+        "cal.py",
+        "add",
+        kind="method",
+        qualname="Calendar.add",
+        signature="def add(\n    self, day: date\n) -> None:",
+        scope="Calendar",
+    )
     idx.outlines["cal.py"] = [cls, add]
     idx.near = Near((cls,))
     chunks = gather_context(idx, "app.py", "c = Calendar()\n", 0)
@@ -291,8 +297,14 @@ def test_a_receiver_is_recognised_by_the_methods_called_on_it() -> None:
     idx = index()
     cls = Def("util/dates.py", "Calendar", kind="class", qualname="Calendar", signature="class Calendar:")
     methods = [
-        Def("util/dates.py", n, kind="method", qualname=f"Calendar.{n}", signature=f"def {n}(self):",
-            scope="Calendar")
+        Def(
+            "util/dates.py",
+            n,
+            kind="method",
+            qualname=f"Calendar.{n}",
+            signature=f"def {n}(self):",
+            scope="Calendar",
+        )
         for n in ("add", "remove", "clear")
     ]
     idx.outlines["util/dates.py"].extend([cls, *methods])
@@ -354,8 +366,14 @@ def test_a_name_imported_but_not_used_yet_is_shown_first_and_never_crowded_out()
     idx.imports = [Imp(("pkg/__init__.py",), ("Big", "Used", "Fresh"), line=0, spec="pkg")]
     idx.outlines["pkg/__init__.py"] = []
     big = [Def("pkg/items.py", "Big", kind="class", qualname="Big", signature="class Big:")] + [
-        Def("pkg/items.py", f"m{i}", kind="method", qualname=f"Big.m{i}", scope="Big",
-            signature=f"def m{i}(self, a_long_parameter_name: int, another_one: str) -> None:")
+        Def(
+            "pkg/items.py",
+            f"m{i}",
+            kind="method",
+            qualname=f"Big.m{i}",
+            scope="Big",
+            signature=f"def m{i}(self, a_long_parameter_name: int, another_one: str) -> None:",
+        )
         for i in range(40)
     ]
     fresh = Def("pkg/items.py", "Fresh", kind="class", qualname="Fresh", signature="class Fresh(Item):")
@@ -433,12 +451,17 @@ def test_entering_or_leaving_an_import_list_renews_the_choices_not_the_prompt() 
 def test_a_variable_assigned_from_a_call_shows_the_class_it_returns() -> None:
     idx = index()
     cls = Def("util/dates.py", "Calendar", kind="class", qualname="Calendar", signature="class Calendar:")
-    add = Def("util/dates.py", "add", kind="method", qualname="Calendar.add", signature="def add(self):",
-              scope="Calendar")
+    add = Def(
+        "util/dates.py",
+        "add",
+        kind="method",
+        qualname="Calendar.add",
+        signature="def add(self):",
+        scope="Calendar",
+    )
     make = Def("util/dates.py", "make", qualname="make", signature="def make() -> Calendar:")
     idx.outlines["util/dates.py"].extend([cls, add, make])
     idx.near = Near(())
     chunks = gather_context(idx, "app.py", "from util.dates import make\ncal = make()\n\n\ncal.", 4)
     chunk = next(c for c in chunks if c.reason == "cal is a Calendar (from make)")
     assert chunk.text == "class Calendar:\n    def add(self): ..."
-

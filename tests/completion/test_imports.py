@@ -28,15 +28,17 @@ class _Imp:
 class _Index:
     """A src-layout package ``pkg`` with a namespace subpackage ``pkg/sansio`` and tests beside it."""
 
-    files = frozenset({
-        "src/pkg/__init__.py",
-        "src/pkg/cache.py",
-        "src/pkg/env.py",
-        "src/pkg/nodes.py",
-        "src/pkg/sansio/app.py",
-        "tests/test_env.py",
-        "tests/conftest.py",
-    })
+    files = frozenset(
+        {
+            "src/pkg/__init__.py",
+            "src/pkg/cache.py",
+            "src/pkg/env.py",
+            "src/pkg/nodes.py",
+            "src/pkg/sansio/app.py",
+            "tests/test_env.py",
+            "tests/conftest.py",
+        }
+    )
     defs = (
         _def("src/pkg/cache.py", "Bucket"),
         _def("src/pkg/env.py", "Environment"),

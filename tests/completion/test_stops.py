@@ -137,7 +137,7 @@ def test_rules_cut_a_crlf_generation_where_they_cut_the_lf_one(c: StopContext, t
         check = make_stop_check(check_ctx)
         for i in range(1, len(generated) + 1):
             if (hit := check(generated[:i])) is not None:
-                return hit[0], generated[: i][: hit[1]].replace("\r\n", "\n").rstrip("\r")
+                return hit[0], generated[:i][: hit[1]].replace("\r\n", "\n").rstrip("\r")
         return None
 
     lf = run(c, text)

@@ -47,13 +47,15 @@ class _Index:
 
 
 def test_only_names_defined_once_elsewhere_at_top_level_are_shown() -> None:
-    index = _Index([
-        _def("log.py", "logger", "variable", signature="logger = get()"),
-        _def("a.py", "helper", signature="def helper():"),
-        _def("b.py", "helper", signature="def helper(x):"),  # two files: ambiguous
-        _def("app.py", "local", signature="def local():"),  # the current file
-        _def("m.py", "method", scope="C", signature="def method(self):"),
-    ])
+    index = _Index(
+        [
+            _def("log.py", "logger", "variable", signature="logger = get()"),
+            _def("a.py", "helper", signature="def helper():"),
+            _def("b.py", "helper", signature="def helper(x):"),  # two files: ambiguous
+            _def("app.py", "local", signature="def local():"),  # the current file
+            _def("m.py", "method", scope="C", signature="def method(self):"),
+        ]
+    )
     seen: set[tuple[str, str]] = set()
     found = unbound_definitions(index, "app.py", ["logger", "helper", "local", "method", "nothing"], seen)
     assert [(d.path, name, text) for d, name, text in found] == [("log.py", "logger", "logger = get()")]

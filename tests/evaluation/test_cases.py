@@ -59,13 +59,19 @@ def test_cases_follow_the_files_and_the_first_in_each_file_is_cold() -> None:
     ]
     cases = build_cases(samples, {"a.py": A, "b.py": B}, {"a.py": "python", "b.py": "python"}, seed=1)
     assert [(c.path, c.line, c.position) for c in cases] == [
-        ("a.py", 4, "line_start"), ("a.py", 4, "mid_line"), ("a.py", 5, "line_start"),
-        ("a.py", 5, "mid_line"), ("b.py", 1, "line_start"), ("b.py", 1, "mid_line"),
+        ("a.py", 4, "line_start"),
+        ("a.py", 4, "mid_line"),
+        ("a.py", 5, "line_start"),
+        ("a.py", 5, "mid_line"),
+        ("b.py", 1, "line_start"),
+        ("b.py", 1, "mid_line"),
     ]
     assert [c.visit for c in cases] == ["cold", "warm", "warm", "warm", "cold", "warm"]
     again = revisit_plan(cases)  # each file's first position, and one of the 4 warm ones
     assert [(c.path, c.line, c.position) for c in again] == [
-        ("a.py", 4, "line_start"), ("a.py", 4, "mid_line"), ("b.py", 1, "line_start")
+        ("a.py", 4, "line_start"),
+        ("a.py", 4, "mid_line"),
+        ("b.py", 1, "line_start"),
     ]
     assert {c.visit for c in again} == {"revisited"} and again[0].text == cases[0].text  # the same mask
     assert [c.path for c in revisit_plan(cases, extra=0)] == ["a.py", "b.py"]

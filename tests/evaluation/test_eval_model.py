@@ -20,9 +20,28 @@ def test_eval_writes_json_and_html_for_a_tiny_sdist(tmp_path: Path) -> None:
     gguf = model_path(SMALL)
     out = tmp_path / "report"
     done = subprocess.run(
-        [sys.executable, "-m", "fimble", "eval", "--mode", "ceiling", "--pypi", "tomli==2.0.1",
-         "--samples", "3", "--seed", "2", "--model", str(gguf), "--prefix-tokens", "256",
-         "--max-tokens", "24", "--out", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "fimble",
+            "eval",
+            "--mode",
+            "ceiling",
+            "--pypi",
+            "tomli==2.0.1",
+            "--samples",
+            "3",
+            "--seed",
+            "2",
+            "--model",
+            str(gguf),
+            "--prefix-tokens",
+            "256",
+            "--max-tokens",
+            "24",
+            "--out",
+            str(out),
+        ],
         capture_output=True,
         text=True,
         timeout=900,
@@ -50,7 +69,7 @@ def test_eval_writes_json_and_html_for_a_tiny_sdist(tmp_path: Path) -> None:
     assert "exact" in done.stdout and "wrote" in done.stdout
 
 
-SHAPES = '''def rectangle_area(width, height):
+SHAPES = """def rectangle_area(width, height):
     return width * height
 
 
@@ -60,9 +79,9 @@ def circle_area(radius):
 
 def square_area(side):
     return rectangle_area(side, side)
-'''
+"""
 
-APP = '''from shapes import circle_area, rectangle_area, square_area
+APP = """from shapes import circle_area, rectangle_area, square_area
 
 
 def house(width, height, radius):
@@ -70,7 +89,7 @@ def house(width, height, radius):
     window = circle_area(radius)
     door = square_area(radius)
     return walls - window - door
-'''
+"""
 
 
 def test_the_ceiling_side_by_side_gives_the_answers_of_one_at_a_time(

@@ -51,10 +51,24 @@ def test_percentile() -> None:
 
 def test_summarize() -> None:
     rows = [
-        {"exact": True, "edit_similarity": 1.0, "identifier_exact": True, "identifier_f1": 1.0,
-         "latency_ms": 100.0, "tokens_evaluated": 10, "prompt_tokens": 500},
-        {"exact": False, "edit_similarity": 0.5, "identifier_exact": False, "identifier_f1": 0.0,
-         "latency_ms": 300.0, "tokens_evaluated": 30, "prompt_tokens": 700},
+        {
+            "exact": True,
+            "edit_similarity": 1.0,
+            "identifier_exact": True,
+            "identifier_f1": 1.0,
+            "latency_ms": 100.0,
+            "tokens_evaluated": 10,
+            "prompt_tokens": 500,
+        },
+        {
+            "exact": False,
+            "edit_similarity": 0.5,
+            "identifier_exact": False,
+            "identifier_f1": 0.0,
+            "latency_ms": 300.0,
+            "tokens_evaluated": 30,
+            "prompt_tokens": 700,
+        },
     ]
     s = summarize(rows)
     assert (s.n, s.exact_match, s.edit_similarity, s.latency_p50_ms) == (2, 0.5, 0.75, 200.0)

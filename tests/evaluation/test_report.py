@@ -11,13 +11,31 @@ from fimble.evaluation.report import build_report, recommend, render_html, write
 
 def row(model: str, context: bool, cross: bool, exact: bool, ms: float, **kw: Any) -> dict[str, Any]:
     base = {
-        "id": f"a.py:{int(ms)}:1", "path": "a.py", "line": 1, "column": 0, "kind": "line_start",
-        "cross_file": cross, "cross_file_names": ["Thing"] if cross else [], "model": model,
-        "context": context, "truth": "x = Thing()", "prediction": "x = Thing()" if exact else "x = <y>",
-        "exact": exact, "edit_similarity": 1.0 if exact else 0.6, "identifier_exact": exact,
-        "identifier_f1": 1.0 if exact else 0.5, "latency_ms": ms, "context_ms": 1.0, "prompt_ms": ms / 2,
-        "generation_ms": ms / 2, "prompt_tokens": 800, "tokens_evaluated": 100, "tokens_reused": 700,
-        "tokens_generated": 5, "context_tokens": 300 if context else 0, "stop_reason": "newline",
+        "id": f"a.py:{int(ms)}:1",
+        "path": "a.py",
+        "line": 1,
+        "column": 0,
+        "kind": "line_start",
+        "cross_file": cross,
+        "cross_file_names": ["Thing"] if cross else [],
+        "model": model,
+        "context": context,
+        "truth": "x = Thing()",
+        "prediction": "x = Thing()" if exact else "x = <y>",
+        "exact": exact,
+        "edit_similarity": 1.0 if exact else 0.6,
+        "identifier_exact": exact,
+        "identifier_f1": 1.0 if exact else 0.5,
+        "latency_ms": ms,
+        "context_ms": 1.0,
+        "prompt_ms": ms / 2,
+        "generation_ms": ms / 2,
+        "prompt_tokens": 800,
+        "tokens_evaluated": 100,
+        "tokens_reused": 700,
+        "tokens_generated": 5,
+        "context_tokens": 300 if context else 0,
+        "stop_reason": "newline",
         "chunks": [{"path": "b.py", "reason": "defines Thing", "tokens": 300}] if context else [],
     }
     return {**base, **kw}
@@ -25,9 +43,12 @@ def row(model: str, context: bool, cross: bool, exact: bool, ms: float, **kw: An
 
 A, B = "a.py:1:1", "a.py:2:1"  # (a line's id pairs its answers without and with context)
 ROWS = [
-    row("small", False, True, False, 500, id=A), row("small", False, False, True, 600, id=B),
-    row("small", True, True, True, 900, id=A), row("small", True, False, True, 1000, id=B),
-    row("big", False, True, False, 3000, id=A), row("big", True, True, True, 4000, id=A),
+    row("small", False, True, False, 500, id=A),
+    row("small", False, False, True, 600, id=B),
+    row("small", True, True, True, 900, id=A),
+    row("small", True, False, True, 1000, id=B),
+    row("big", False, True, False, 3000, id=A),
+    row("big", True, True, True, 4000, id=A),
 ]
 
 
@@ -47,7 +68,8 @@ def test_summaries_and_context_effect() -> None:
 
 def test_cross_file_lines_whose_names_the_file_has_not_shown_are_their_own_group() -> None:
     rows = [
-        row("m", False, True, True, 500), row("m", True, True, True, 500),
+        row("m", False, True, True, 500),
+        row("m", True, True, True, 500),
         row("m", False, True, False, 600, cross_file_unseen=["Thing"]),
         row("m", True, True, True, 600, cross_file_unseen=["Thing"]),
     ]

@@ -11,22 +11,22 @@ from fimble.completion.context.gather import ContextGatherer
 from fimble.evaluation.runner import EvalConfig, open_index, prepare
 from fimble.evaluation.sources import source_files
 
-SHAPES = '''def rectangle_area(width, height):
+SHAPES = """def rectangle_area(width, height):
     return width * height
 
 
 def circle_area(radius):
     return 3.14159 * radius * radius
-'''
+"""
 
-APP = '''from shapes import circle_area, rectangle_area
+APP = """from shapes import circle_area, rectangle_area
 
 
 def house(width, height, radius):
     walls = rectangle_area(width, height)
     window = circle_area(radius)
     return walls - window
-'''
+"""
 
 
 @pytest.fixture

@@ -71,14 +71,31 @@ TEXT = "def f(a, b):\n    total = compute(a, b)\n    return total\n"
 def test_a_row_scores_the_first_line_and_keeps_how_the_server_answered() -> None:
     case = positions_of(Sample("m.py", 1, 4, "line_start", "total = compute(a, b)"), TEXT, "python")[0]
     last = {
-        "trigger": "automatic", "outcome": "served", "context_ms": 3.0, "context_files": 1,
+        "trigger": "automatic",
+        "outcome": "served",
+        "context_ms": 3.0,
+        "context_files": 1,
         "engine": {"stop_reason": "newline", "tokens_evaluated": 12, "tokens_reused": 800},
-        "explain": {"parts": [{"kind": "context", "tokens": 300, "reason": "imported", "path": "g.py"},
-                              {"kind": "prefix", "tokens": 40, "reason": ""}], "shape": "between statements"},
+        "explain": {
+            "parts": [
+                {"kind": "context", "tokens": 300, "reason": "imported", "path": "g.py"},
+                {"kind": "prefix", "tokens": 40, "reason": ""},
+            ],
+            "shape": "between statements",
+        },
     }
-    row = served_row(case, model="m", think_ms=0, request="automatic", visit="cold",
-                     text="total = compute(a, b)\n    return total", latency_ms=812.34, last=last,
-                     small_before=1, small_after=2)
+    row = served_row(
+        case,
+        model="m",
+        think_ms=0,
+        request="automatic",
+        visit="cold",
+        text="total = compute(a, b)\n    return total",
+        latency_ms=812.34,
+        last=last,
+        small_before=1,
+        small_after=2,
+    )
     assert row["exact"] and row["prediction"] == "total = compute(a, b)" and not row["empty"]
     assert row["latency_ms"] == 812.3 and row["small_first_prompt"] is True
     assert row["server"]["tokens_evaluated"] == 12 and row["server"]["context_tokens"] == 300
@@ -86,7 +103,17 @@ def test_a_row_scores_the_first_line_and_keeps_how_the_server_answered() -> None
     assert (row["case"], row["visit"], row["position"]) == ("m.py:2:5", "cold", "line_start")
     # no result (a deadline while reading the prompt): the engine numbers are the previous request's
     last = {"outcome": "deadline_prompt", "engine": {"tokens_evaluated": 9}}
-    stale = served_row(case, model="m", think_ms=0, request="automatic", visit="cold", text="",
-                       latency_ms=4000, last=last, small_before=None, small_after=None)
+    stale = served_row(
+        case,
+        model="m",
+        think_ms=0,
+        request="automatic",
+        visit="cold",
+        text="",
+        latency_ms=4000,
+        last=last,
+        small_before=None,
+        small_after=None,
+    )
     assert stale["empty"] and not stale["exact"] and stale["server"]["tokens_evaluated"] is None
     assert stale["small_first_prompt"] is None and stale["server"]["outcome"] == "deadline_prompt"

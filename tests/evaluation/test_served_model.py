@@ -13,22 +13,22 @@ from tests.model_paths import SMALL, model_path
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
-SHAPES = '''def rectangle_area(width, height):
+SHAPES = """def rectangle_area(width, height):
     return width * height
 
 
 def circle_area(radius):
     return 3.14159 * radius * radius
-'''
+"""
 
-APP = '''from shapes import circle_area, rectangle_area
+APP = """from shapes import circle_area, rectangle_area
 
 
 def house(width, height, radius):
     walls = rectangle_area(width, height)
     window = circle_area(radius)
     return walls - window
-'''
+"""
 
 
 def test_served_mode_asks_a_real_server_and_reports_per_request_and_visit(
@@ -43,8 +43,22 @@ def test_served_mode_asks_a_real_server_and_reports_per_request_and_visit(
     out = tmp_path / "report"
     result = CliRunner().invoke(
         cli,
-        ["eval", str(repo), "--samples", "2", "--seed", "1", "--model", str(gguf), "--think-ms", "0",
-         "--max-tokens", "16", "--out", str(out)],
+        [
+            "eval",
+            str(repo),
+            "--samples",
+            "2",
+            "--seed",
+            "1",
+            "--model",
+            str(gguf),
+            "--think-ms",
+            "0",
+            "--max-tokens",
+            "16",
+            "--out",
+            str(out),
+        ],
         catch_exceptions=False,
     )
     assert result.exit_code == 0, result.output

@@ -19,9 +19,19 @@ from fimble.evaluation.served_report import (
 
 def answer(visit: str, cross: bool, exact: bool, ms: float, **kw: Any) -> dict[str, Any]:
     base = {
-        "mode": "served", "model": "m", "think_ms": 0, "request": "automatic", "case": f"a.py:{int(ms)}:1",
-        "visit": visit, "cross_file": cross, "exact": exact, "edit_similarity": 1.0 if exact else 0.5,
-        "empty": False, "latency_ms": ms, "small_first_prompt": visit == "cold", "ceiling_position": True,
+        "mode": "served",
+        "model": "m",
+        "think_ms": 0,
+        "request": "automatic",
+        "case": f"a.py:{int(ms)}:1",
+        "visit": visit,
+        "cross_file": cross,
+        "exact": exact,
+        "edit_similarity": 1.0 if exact else 0.5,
+        "empty": False,
+        "latency_ms": ms,
+        "small_first_prompt": visit == "cold",
+        "ceiling_position": True,
         "server": {"tokens_evaluated": 10},
     }
     return {**base, **kw}
@@ -47,7 +57,9 @@ def test_stats_of_answers() -> None:
 
 def test_summary_per_request_group_and_visit() -> None:
     rows = [
-        answer("cold", True, False, 3000), answer("warm", True, True, 50), answer("warm", False, True, 40),
+        answer("cold", True, False, 3000),
+        answer("warm", True, True, 50),
+        answer("warm", False, True, 40),
         answer("revisited", True, True, 5),
         answer("cold", True, True, 9000, request="invoked"),
     ]
@@ -69,8 +81,16 @@ def test_summary_per_request_group_and_visit() -> None:
 
 
 def ceiling(context: bool, exact: bool, case: str) -> dict[str, Any]:
-    return {"model": "m", "context": context, "id": case, "cross_file": True, "exact": exact,
-            "edit_similarity": 1.0 if exact else 0.0, "prediction": "x" if exact else "", "latency_ms": 900.0}
+    return {
+        "model": "m",
+        "context": context,
+        "id": case,
+        "cross_file": True,
+        "exact": exact,
+        "edit_similarity": 1.0 if exact else 0.0,
+        "prediction": "x" if exact else "",
+        "latency_ms": 900.0,
+    }
 
 
 def test_ceiling_rows_in_the_same_table_and_paired_with_the_served_ones() -> None:

@@ -48,7 +48,6 @@ def test_source_files_lists_code_only(tmp_path: Path) -> None:
         source_files(tmp_path / "missing")
 
 
-
 def test_the_language_is_the_one_with_the_most_files(tmp_path: Path) -> None:
     from fimble.evaluation.sources import LANGUAGES, pick_language
 

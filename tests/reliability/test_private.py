@@ -43,7 +43,7 @@ HOOKS = Path(__file__).parent / "hooks"
 SECRET = "zqSECRET7f3a91"  # in every secret file; must appear in no prompt and no stored byte
 OUTSIDE = "zqOUTSIDE5521"  # in a file beside the workspace; must never be read
 
-APP = '''import os
+APP = """import os
 
 from settings import load_settings
 
@@ -56,7 +56,7 @@ def connect(url: str) -> str:
 def main() -> None:
     value = connect("/api")
     print(value)
-'''
+"""
 SETTINGS = '''def load_settings() -> dict[str, str]:
     """The application's settings, read from the environment."""
     return {"database": "postgres://localhost/app"}

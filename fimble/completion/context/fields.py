@@ -61,9 +61,7 @@ def class_fields(lines: Sequence[str], start: int, end: int, limit: int = 8, wid
     return out
 
 
-def init_attributes(
-    lines: Sequence[str], start: int, end: int, limit: int = 6, width: int = 80
-) -> list[str]:
+def init_attributes(lines: Sequence[str], start: int, end: int, limit: int = 6, width: int = 80) -> list[str]:
     """``self.x = ...`` / ``self.x: T = ...`` assignments in the body of ``__init__`` spanning
     ``start``..``end`` (0-based, inclusive): the instance attributes, first assignment of each public
     name, stripped and cut to ``width``."""

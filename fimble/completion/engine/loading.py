@@ -30,4 +30,3 @@ def load_engine(
     path = store.resolve(model or registry.default_name())
     # Sequences 0 and 1 are the interactive slot and its parking; batch slots come after them.
     return Engine(path, EngineConfig(threads=threads, n_ctx=n_ctx, n_seq_max=2 + batch_slots))
-

@@ -73,4 +73,3 @@ async def serve_http(
         server.should_exit = True
         await task
         raise
-

@@ -55,4 +55,3 @@ def settings_from_options(api_key: str | None, options: Mapping[str, Any]) -> Ht
     if "cors_origins" in values:
         values["cors_origins"] = tuple(values["cors_origins"] or ())
     return HttpSettings(api_key=api_key or None, **values)
-
