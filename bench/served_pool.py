@@ -1,7 +1,8 @@
 """fimble as served and the peer, pooled over several repositories' runs of ``bench/peer_eval.py``.
 
 One ``fimble eval --mode served --out DIR`` and one ``bench/peer_eval.py --cases DIR/cases.jsonl
---out DIR/peer.json`` per repository give each system's answers at the same places; a row per
+--out DIR/peer.json`` per repository give each system's answers at the same places (every
+``DIR/peer*.json`` is read, so a mode run later can lie beside as ``peer_bm25.json``); a row per
 repository is too few lines for an interval that tells systems apart, so this pools them: every
 system (fimble per think time and request kind, the peer per mode) x line group (all, cross-file,
 same-file) x visit, with the same statistics ``peer_eval`` reports (exact match with a 95% Wilson
@@ -28,13 +29,14 @@ _ROOT = Path(__file__).resolve().parents[1]
 
 def system_rows(run_dir: Path) -> dict[str, list[Row]]:
     """Every system's scored rows at one repository's places: the peer's modes and fimble's."""
-    report = json.loads((run_dir / "peer.json").read_text(encoding="utf-8"))
     out: dict[str, list[Row]] = {}
     ids: set[str] = set()
-    for mode, entry in report["modes"].items():
-        rows = entry.get("rows", [])
-        ids.update(r["id"] for r in rows)
-        out[f"peer {mode}"] = rows
+    for path in sorted(run_dir.glob("peer*.json")):  # peer.json, and modes run later (peer_bm25.json)
+        report = json.loads(path.read_text(encoding="utf-8"))
+        for mode, entry in report["modes"].items():
+            rows = entry.get("rows", [])
+            ids.update(r["id"] for r in rows)
+            out[f"peer {mode}"] = rows
     for name, rows in fimble_rows(run_dir / "served.jsonl", ids).items():
         out[name] = rows
     return out
