@@ -45,7 +45,9 @@ def peer_rows(run_dir: Path, ids: set[str]) -> dict[str, list[Row]]:
             rows = [r for r in entry.get("rows", []) if r["id"] in ids and r["visit"] != "revisited"]
             missing = ids - {r["id"] for r in rows}
             if missing:
-                raise SystemExit(f"{path}: the peer did not ask {len(missing)} ceiling lines, e.g. {min(missing)}")
+                raise SystemExit(
+                    f"{path}: the peer did not ask {len(missing)} ceiling lines, e.g. {min(missing)}"
+                )
             out[f"peer {mode}"] = rows
     return out
 
