@@ -143,7 +143,6 @@ def test_the_guide_holds_an_import_line_to_the_choices() -> None:
     assert free.pick("", [(0, "const", 9.0), (1, "import", 8.0)]) == 0 and free.released
 
 
-
 def test_a_default_or_namespace_import_is_the_model_s_call() -> None:
     """The guide keeps to ``import { ...`` only once the line is committed to ``import ``; a byte-level
     BPE writes the space with the next word (`` React``, `` *``), so a default or namespace import
@@ -151,6 +150,7 @@ def test_a_default_or_namespace_import_is_the_model_s_call() -> None:
     for piece in (" React", " *", " type"):
         g = JsImportGuide(CHOICES, "import")
         assert g.pick("", [(0, piece, 5.0), (1, " {", 4.5)]) == 0 and g.released == (piece != " type"), piece
+
 
 SIBLINGS = ImportChoices(
     {"../util/lift": ("operate",), "../types": ("OperatorFunction",)},
