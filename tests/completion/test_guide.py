@@ -157,3 +157,20 @@ def test_a_choice_with_its_alias_holds_the_line_to_that_alias() -> None:
     g = ImportGuide(g.choices, head)
     assert g.pick("SSLError", _ranked(("\n", 3.0), (",", 2.5), (" as", 1.0))) == 2
     assert g.pick("SSLError as", _ranked((" SSL", 3.0), (" Requests", 1.0))) == 1
+
+
+def test_a_line_may_open_a_parenthesised_list_of_the_module() -> None:
+    """requests' tests blank ``from requests.compat import (`` above its names: the model's ``(``
+    fits, where the guide used to hold the line to one of the names (``builtin_str``)."""
+    choices = ImportChoices({"requests.compat": ("builtin_str", "urlparse")})
+    g = ImportGuide(choices, "from requests.compat import")
+    assert g.viable("from requests.compat import (") and g.finished("from requests.compat import (")
+    assert g.pick("", _ranked((" (", 5.0), ("builtin_str", 4.0))) == 0
+    assert g.pick(" (", _ranked(("\n", 6.0), ("builtin", 1.0))) == 0  # ends there: names below
+    assert g.viable("from requests.compat import (builtin_str, url")
+    assert g.finished("from requests.compat import (builtin_str, urlparse)")
+    assert g.finished("from requests.compat import (urlparse,)")
+    assert g.finished("from requests.compat import (urlparse,")  # the rest on the lines below
+    assert not g.viable("from requests.compat import (Session")
+    assert not g.finished("from requests.compat import (builtin_str")
+    assert not g.finished("from requests.compat import ()")

@@ -12,6 +12,7 @@ nothing to say.
 
 Inside a parenthesised ``from M import (`` list (openai-agents writes most of its imports so), a
 line is names of M, each followed by a comma: the guide keeps it to the missing names M can give.
+The line that opens such a list, ``from M import (``, is a whole statement's first line.
 
 A name may be bound under another: ``SSLError as RequestsSSLError`` (requests' models.py),
 ``jsonify as jsonify`` (flask's re-exports), ``import pkg.mod as mod``, ``{ a as b }``. The guide
@@ -109,6 +110,21 @@ class ImportGuide:
         m = _ALIASING.fullmatch(last)  # a name whole, its alias clause being written
         return m is not None and m.group(2) is not None and m.group(1) in names and m.group(1) not in done
 
+    def _after_import(self, names: tuple[str, ...], rest: str, *, whole: bool) -> bool:
+        """``rest`` (what follows ``from M import ``) binds names of M: bare, or in parentheses.
+        A line that only opens the list (``(``) is whole: its names are on the lines below, as
+        the file's suffix shows when the cursor's line is the list's first (requests' tests:
+        before, the guide held ``from requests.compat import (`` to one of the names instead)."""
+        if not rest.startswith("("):
+            return self._names_fit(names, rest, whole=whole)
+        inner = rest[1:].strip()
+        if not inner:
+            return True
+        if inner.endswith((")", ",")):  # closed, or continued on the lines below
+            listed = inner.removesuffix(")").rstrip().removesuffix(",").rstrip()
+            return bool(listed) and self._names_fit(names, listed, whole=True)
+        return not whole and self._names_fit(names, rest[1:].lstrip(), whole=False)
+
     def viable(self, line: str) -> bool:
         """``line`` can still become one of the statements (a finished one counts)."""
         if self.within is not None:
@@ -118,7 +134,7 @@ class ImportGuide:
             head = f"from {module} import "
             if head.startswith(line):
                 return True
-            if line.startswith(head) and self._names_fit(names, line[len(head) :], whole=False):
+            if line.startswith(head) and self._after_import(names, line[len(head) :], whole=False):
                 return True
         return any(
             f"import {x}".startswith(line) or _aliasing(line, f"import {x}", whole=False)
@@ -133,7 +149,7 @@ class ImportGuide:
             return self._names_fit(names, line.removesuffix(","), whole=True)
         for module, names in self.choices.modules.items():
             head = f"from {module} import "
-            if line.startswith(head) and self._names_fit(names, line[len(head) :], whole=True):
+            if line.startswith(head) and self._after_import(names, line[len(head) :], whole=True):
                 return True
         return any(
             line == f"import {x}" or _aliasing(line, f"import {x}", whole=True) for x in self.choices.plain
