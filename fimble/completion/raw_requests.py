@@ -208,7 +208,7 @@ def _plan_fim(raw: RawPrompt, opts: GenerationOptions, checks: list[StopCheck]) 
         context_files=len(raw_files),
         multiline=multiline,
         info=info,
-        guide=import_guide(choices, prefix),
+        guide=import_guide(choices, prefix, suffix),
     )
 
 

@@ -200,7 +200,7 @@ def generate(
         cancel=cancel,
         on_text=on_text,
         reuse_limit=prompt.stable_len,
-        guide=import_guide(planned.choices, request.prefix),
+        guide=import_guide(planned.choices, request.prefix, request.suffix),
         **extra,
     )
     if warmer is not None:
@@ -232,7 +232,7 @@ def generate_together(
         stops=[make_stop_check(p.stop) for p in plans],
         limits=[p.request.max_tokens for p in plans],
         on_done=answered,
-        guides=[import_guide(p.choices, p.request.prefix) for p in plans],
+        guides=[import_guide(p.choices, p.request.prefix, p.request.suffix) for p in plans],
     )
 
 

@@ -159,11 +159,11 @@ def test_a_choice_with_its_alias_holds_the_line_to_that_alias() -> None:
     assert g.pick("SSLError as", _ranked((" SSL", 3.0), (" Requests", 1.0))) == 1
 
 
-def test_a_line_may_open_a_parenthesised_list_of_the_module() -> None:
+def test_a_line_may_open_a_parenthesised_list_whose_names_are_below() -> None:
     """requests' tests blank ``from requests.compat import (`` above its names: the model's ``(``
     fits, where the guide used to hold the line to one of the names (``builtin_str``)."""
     choices = ImportChoices({"requests.compat": ("builtin_str", "urlparse")})
-    g = ImportGuide(choices, "from requests.compat import")
+    g = ImportGuide(choices, "from requests.compat import", list_below=True)
     assert g.viable("from requests.compat import (") and g.finished("from requests.compat import (")
     assert g.pick("", _ranked((" (", 5.0), ("builtin_str", 4.0))) == 0
     assert g.pick(" (", _ranked(("\n", 6.0), ("builtin", 1.0))) == 0  # ends there: names below
@@ -174,3 +174,16 @@ def test_a_line_may_open_a_parenthesised_list_of_the_module() -> None:
     assert not g.viable("from requests.compat import (Session")
     assert not g.finished("from requests.compat import (builtin_str")
     assert not g.finished("from requests.compat import ()")
+
+
+def test_a_list_opens_only_where_the_lines_below_are_its_names() -> None:
+    """requests' adapters.py, ``from .auth import _basic_auth_str`` on one line: the model's ``(``
+    would open a list nothing closes, so the guide holds it to a name."""
+    choices = ImportChoices({".auth": ("_basic_auth_str",)})
+    alone = import_guide(choices, "from .auth import", "\nfrom .compat import urlparse\n")
+    assert alone is not None and not alone.list_below
+    assert not alone.viable("from .auth import (")
+    assert alone.pick("", _ranked((" (", 5.0), (" _basic", 4.0))) == 1
+    for below in ("\n    _basic_auth_str,\n)\n", "\n\tSSLError as E,\n)"):
+        guide = import_guide(choices, "from .auth import", below)
+        assert guide is not None and guide.list_below, below

@@ -12,7 +12,9 @@ nothing to say.
 
 Inside a parenthesised ``from M import (`` list (openai-agents writes most of its imports so), a
 line is names of M, each followed by a comma: the guide keeps it to the missing names M can give.
-The line that opens such a list, ``from M import (``, is a whole statement's first line.
+The line that opens such a list, ``from M import (``, is a whole statement's first line where the
+lines below hold its names (``list_below``): elsewhere the model's ``(`` is held as before, or it
+would open a list that nothing closes (requests' adapters.py, ``from .auth import (``).
 
 A name may be bound under another: ``SSLError as RequestsSSLError`` (requests' models.py),
 ``jsonify as jsonify`` (flask's re-exports), ``import pkg.mod as mod``, ``{ a as b }``. The guide
@@ -47,6 +49,9 @@ EXPORT_MARGIN = 12.0
 BREADTH = 24
 JS_BREADTH = 1024
 _NAMES_SEP = re.compile(r",\s*")
+# The lines below the cursor's line continue a parenthesised import list: an indented name (maybe
+# aliased) and its comma.
+_LIST_BELOW = re.compile(r"[ \t]+[A-Za-z_]\w*(?:[ \t]+as[ \t]+\w+)?[ \t]*,")
 # A listed name bound under an alias, whole (``a as b``), or as it is being written (``a``, ``a a``,
 # ``a as``, ``a as b``: the name, then what has been written of its alias clause).
 _ALIASED = re.compile(r"([A-Za-z_$][\w$]*)(?: as [A-Za-z_$][\w$]*)?")
@@ -81,12 +86,18 @@ class ImportGuide:
     ``choices``; see the module docstring."""
 
     def __init__(
-        self, choices: ImportChoices, typed: str = "", margin: float = MARGIN, within: str | None = None
+        self,
+        choices: ImportChoices,
+        typed: str = "",
+        margin: float = MARGIN,
+        within: str | None = None,
+        list_below: bool = False,
     ) -> None:
         self.choices = choices
         self.typed = typed
         self.margin = margin
         self.within = within  # the module of the open ``from M import (`` list the line is in
+        self.list_below = list_below  # the lines below are an open list's names: the line may open it
         self.released = False
         self.held = False  # kept to the choices against the model once: kept so to the line's end
         self.breadth = JS_BREADTH if choices.language == "js" else BREADTH
@@ -112,10 +123,10 @@ class ImportGuide:
 
     def _after_import(self, names: tuple[str, ...], rest: str, *, whole: bool) -> bool:
         """``rest`` (what follows ``from M import ``) binds names of M: bare, or in parentheses.
-        A line that only opens the list (``(``) is whole: its names are on the lines below, as
-        the file's suffix shows when the cursor's line is the list's first (requests' tests:
-        before, the guide held ``from requests.compat import (`` to one of the names instead)."""
-        if not rest.startswith("("):
+        Only where the lines below are the list's names (``list_below``) may the line open one: a
+        bare ``(`` is then whole (requests' tests: before, the guide held ``from requests.compat
+        import (`` to one of the names instead)."""
+        if not rest.startswith("(") or not self.list_below:
             return self._names_fit(names, rest, whole=whole)
         inner = rest[1:].strip()
         if not inner:
@@ -396,9 +407,10 @@ def _aliasing(line: str, statement: str, *, whole: bool) -> bool:
     return (_ALIASED if whole else _ALIASING).fullmatch(rest) is not None and (not whole or " as " in rest)
 
 
-def import_guide(choices: ImportChoices | None, prefix: str) -> ImportGuide | None:
-    """A guide for a cursor (``prefix``: the document before it) whose line so far could start one of
-    ``choices``, or be the next names of an open import list whose module has some; else None."""
+def import_guide(choices: ImportChoices | None, prefix: str, suffix: str = "") -> ImportGuide | None:
+    """A guide for a cursor (``prefix``: the document before it, ``suffix``: after it) whose line so
+    far could start one of ``choices``, or be the next names of an open import list whose module has
+    some; else None."""
     if not choices:
         return None
     start = prefix.rfind("\n") + 1
@@ -409,5 +421,6 @@ def import_guide(choices: ImportChoices | None, prefix: str) -> ImportGuide | No
     within = open_list(prefix[max(0, start - 4000) : start])
     if within is not None and within not in choices.modules:
         return None  # a list of a module with nothing the file lacks
-    guide = ImportGuide(choices, typed, within=within)
+    below = suffix.partition("\n")[2]
+    guide = ImportGuide(choices, typed, within=within, list_below=_LIST_BELOW.match(below) is not None)
     return guide if guide.viable(typed) else None
