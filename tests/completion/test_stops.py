@@ -80,6 +80,29 @@ def test_bracket_rule_counts_what_the_suffix_closes() -> None:
     assert bracket_stop('"))" + x)', c) is None  # brackets in the model's strings do not count
 
 
+def test_a_line_that_closes_and_reopens_a_block_is_judged_whole() -> None:
+    # At the start of ``      } catch (error) {`` inside ``try {``: the suffix closes every open brace.
+    c = StopContext(
+        line_prefix="      ", suffix="\n  x;\n}\n}\n", multiline=False, open_brackets="{{", closed_in_suffix=2
+    )
+    assert bracket_stop("}", c) is None  # the line may still reopen it: wait for its end
+    assert bracket_stop("} catch (error) {", c) is None
+    assert bracket_stop("} catch (error) {\n", c) is None
+    assert bracket_stop("}\n", c) == ("stop_rule:bracket_balance", 0)  # the suffix's own brace
+    assert bracket_stop("} catch (e) {}\n", c) == ("stop_rule:bracket_balance", 0)  # not left open
+    # Reopened, its brace stands for the closed one: closing it again is the suffix's job.
+    multi = StopContext(
+        line_prefix="  ", suffix="\n  }\n}\n", multiline=True, open_brackets="{{", closed_in_suffix=2
+    )
+    assert bracket_stop("} else {\n    g();\n  }", multi) is None  # a line start again: wait
+    assert bracket_stop("} else {\n    g();\n  }\n", multi) == ("stop_rule:bracket_balance", 20)
+    # Not at a line start: cut at once, as before.
+    mid = StopContext(
+        line_prefix="  f(", suffix=")\n", multiline=False, open_brackets="(", closed_in_suffix=1
+    )
+    assert bracket_stop("x) + g(", mid) == ("stop_rule:bracket_balance", 1)
+
+
 def test_quote_rule_skips_escaped_quotes() -> None:
     c = StopContext(line_prefix='s = "', suffix='"\n', multiline=False, string_quote='"')
     assert quote_stop('a \\"b', c) is None
@@ -158,3 +181,11 @@ def test_the_lines_around_the_cursor_and_the_files_indent_unit() -> None:
     spaces = "def f():\n  if x:\n    y = 1\n  return y\n\ndef g():\n  pass\n"
     assert StopContext("", "\n", False, above=spaces).indent_unit == "  "
     assert StopContext("", "\n", False, above="x = 1\n").indent_unit == ""  # nothing indented: unknown
+
+
+def test_single_line_mode_ends_a_line_that_reopens_what_it_closed() -> None:
+    c = StopContext(
+        line_prefix="  ", suffix="\n    g();\n  }\n", multiline=False, open_brackets="{", closed_in_suffix=1
+    )
+    assert first_line_stop("} else {\n    h();\n", c) == ("newline", 8)
+    assert first_line_stop("} else if (f(x)) {\n", c) == ("newline", 18)

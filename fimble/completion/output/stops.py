@@ -128,17 +128,29 @@ def first_line_stop(text: str, ctx: StopContext) -> tuple[str, int] | None:
         return None
     depth, depths = 0, {}  # newline index -> brackets the suggestion opened and left open before it
     comment = False  # after "# " or "//" up to the end of the line: brackets there are prose
+    # Brackets closed at the start of a line and reopened on it (``} else {``) continue a block
+    # that the code below already closes: the line is a whole statement, not one left open.
+    leading, reopens = not ctx.line_prefix.strip(), []
     for i, ch in _code_chars(stripped):
         if ch == "\n":
             depths[i], comment = depth, False
+            leading, reopens = True, []
         elif comment:
             continue
         elif stripped.startswith(("# ", "//"), i):
             comment = True
         elif ch in _OPENERS:
-            depth += 1
+            leading = False
+            if _OPENERS[ch] in reopens:
+                reopens.remove(_OPENERS[ch])
+            else:
+                depth += 1
         elif ch in _CLOSERS:
+            if depth == 0 and leading:
+                reopens.append(ch)
             depth = max(0, depth - 1)  # closing one the cursor's line opened is the bracket rule's
+        elif not ch.isspace():
+            leading = False
     cut, lines = first, 1
     while depths.get(cut, 0) > 0 and lines < _STATEMENT_MAX_LINES:
         nxt = stripped.find("\n", cut + 1)
@@ -227,22 +239,45 @@ def bracket_stop(text: str, ctx: StopContext) -> tuple[str, int] | None:
     suggestion may close at most ``n - m`` of them itself; the next one would be a duplicate of the
     suffix's (``dates.append(|)`` completed as ``dt.date(y, m, d))``) or close something outside the
     code in view. Checked per token, so the model stops there instead of writing on past it.
+
+    Closing brackets that begin a line and are reopened on it (``} catch (error) {``, ``} else {``,
+    ``}, {``) close one block and open the next, which the suffix's bracket then closes: such a line
+    is judged once it is complete, and passes when it leaves as many brackets open as it closed
+    beyond the allowance (rxjs's ``} catch (error) {`` was served empty, at line start).
     """
     if ctx.open_brackets is None:
         return None
     allowed = len(ctx.open_brackets) - ctx.closed_in_suffix
     stack: list[str] = []
     unmatched = 0
+    leading = not ctx.line_prefix.strip()  # only whitespace and closers so far on this line
+    pending: list[int] = []  # excess closers leading this line, waiting for it to reopen them
+    base = 0  # the stack's depth when they came
     for i, ch in _code_chars(text):
+        if ch == "\n":
+            if pending:
+                if len(stack) - base < len(pending):
+                    return "stop_rule:bracket_balance", pending[0]
+                unmatched -= len(pending)  # the reopened brackets stand for the closed ones
+                del stack[base : base + len(pending)]
+                pending = []
+            leading = True
+            continue
         if ch in _OPENERS:
             stack.append(_OPENERS[ch])
         elif ch in _CLOSERS:
             if stack and stack[-1] == ch:
                 stack.pop()
-                continue
-            unmatched += 1
-            if unmatched > allowed:
-                return "stop_rule:bracket_balance", i
+            else:  # a closer keeps the line's start: ``})`` may be reopened as well
+                unmatched += 1
+                if unmatched > allowed:
+                    if not leading:
+                        return "stop_rule:bracket_balance", i
+                    pending.append(i)
+                    base = len(stack)
+            continue
+        if not ch.isspace():
+            leading = False
     return None
 
 

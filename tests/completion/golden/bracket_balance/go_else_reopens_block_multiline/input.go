@@ -1,0 +1,9 @@
+package main
+
+func sign(x int) string {
+	if x < 0 {
+		return "negative"
+	<CURSOR>
+	}
+	return "zero"
+}

@@ -1,0 +1,6 @@
+function save(ok: boolean): void {
+  if (ok) {
+    notify();
+  <CURSOR>
+  }
+}
