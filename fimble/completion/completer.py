@@ -156,7 +156,10 @@ class Completer:
     def answer_now(self, request: CompletionRequest, key: str | None) -> Job[CompletionResult] | None:
         """An answer that needs neither the model nor cross-file context (the user typed into the
         shown suggestion), or None. Front doors ask this before fetching context."""
-        if key is None or (hit := self._typeahead.lookup(key, request.prefix, request.suffix)) is None:
+        if key is None:
+            return None
+        hit = self._typeahead.lookup(key, request.prefix, request.suffix, full_prompt=request.full_prompt)
+        if hit is None:
             return None
         self._stats.count(requests=1)
         self.flights.supersede(key)
@@ -247,7 +250,12 @@ class Completer:
                     self._small.remember(cache_key, planned.digest, Cached(result.text, result.multiline))
                 if key is not None:
                     self._typeahead.remember(
-                        key, request.prefix, request.suffix, result.text, result.multiline
+                        key,
+                        request.prefix,
+                        request.suffix,
+                        result.text,
+                        result.multiline,
+                        provisional=result.provisional,
                     )
                     self.ahead.schedule_prefetch(key, request, result)
             self.flights.land(flight, result, None)

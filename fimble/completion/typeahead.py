@@ -31,6 +31,7 @@ class _Shown:
     text: str
     multiline: bool
     more: str = ""  # prefetched: what follows ``text`` once it is accepted
+    provisional: bool = False  # from a small first prompt at a cold place
 
 
 class TypeAhead:
@@ -41,11 +42,14 @@ class TypeAhead:
         self._max = max_keys
         self._lock = threading.Lock()
 
-    def remember(self, key: str, prefix: str, suffix: str, text: str, multiline: bool) -> None:
+    def remember(
+        self, key: str, prefix: str, suffix: str, text: str, multiline: bool, *, provisional: bool = False
+    ) -> None:
+        """``provisional``: the suggestion is a small first prompt's (see ``lookup``)."""
         if not text:
             return
         with self._lock:
-            self._shown[key] = _Shown(prefix, suffix, text, multiline)
+            self._shown[key] = _Shown(prefix, suffix, text, multiline, provisional=provisional)
             self._shown.move_to_end(key)
             while len(self._shown) > self._max:
                 self._shown.popitem(last=False)
@@ -64,18 +68,26 @@ class TypeAhead:
             shown = self._shown.get(key)
             if shown is None or (shown.prefix, shown.suffix, shown.text) != (prefix, suffix, text):
                 return False
-            self._shown[key] = _Shown(prefix, suffix, text, shown.multiline, more)
+            self._shown[key] = _Shown(prefix, suffix, text, shown.multiline, more, shown.provisional)
         return True
 
-    def lookup(self, key: str, prefix: str, suffix: str) -> tuple[str, bool] | None:
+    def lookup(
+        self, key: str, prefix: str, suffix: str, *, full_prompt: bool = False
+    ) -> tuple[str, bool] | None:
         """The rest of the remembered suggestion and its shape, when the user typed into it.
 
         Within the suggestion, the rest of it; once all of it is typed or accepted, the prefetched
-        continuation (multi-line: it is the next lines).
+        continuation (multi-line: it is the next lines). ``full_prompt`` (an invoked request: the
+        user asked, and waits for the full prompt) passes over a provisional suggestion, a cold small
+        prompt's: typing into it must not stand in for the answer the user asked for, as the
+        completion cache never holds one (``Completer.submit``); an automatic request keeps it, so
+        the suggestion does not change under the user's typing.
         """
         with self._lock:
             shown = self._shown.get(key)
         if shown is None or suffix != shown.suffix or len(prefix) <= len(shown.prefix):
+            return None
+        if full_prompt and shown.provisional:
             return None
         if not prefix.startswith(shown.prefix):
             return None

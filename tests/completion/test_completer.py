@@ -589,3 +589,17 @@ def test_without_batch_slots_the_items_run_one_after_the_other_in_one_job() -> N
     gens = completer.submit_batch(_items("ab", "c")).future.result(5)
     assert [g.text for g in gens] == ["one", "one"] and engine.calls == 2
     completer.close()
+
+
+def test_an_invoked_request_typed_into_a_cold_suggestion_reads_the_full_prompt() -> None:
+    """Typing into a small prompt's suggestion keeps it for automatic requests (it does not change
+    under the user's typing); an invoked one there asks the model, as it would with nothing shown."""
+    engine = ScriptedEngine("append(x)", "append(y)")
+    warmer = ColdThenWarm(cold=1)
+    completer = Completer(load=lambda: engine, prefetch=False, warmup=lambda _e: warmer)  # type: ignore[arg-type, return-value]
+    assert completer.submit(request("xs."), key="a").future.result(5).provisional
+    typed = completer.submit(request("xs.app"), key="a").future.result(5)
+    assert (typed.text, typed.stop_reason) == ("end(x)", "typed_through")
+    invoked = completer.submit(replace(request("xs.app"), full_prompt=True), key="a").future.result(5)
+    assert invoked.stop_reason != "typed_through" and not invoked.provisional and engine.calls == 2
+    completer.close()

@@ -25,6 +25,15 @@ def test_anything_else_misses() -> None:
     assert t.lookup("doc", "x = foo", "\nend") is None
 
 
+def test_an_invoked_request_passes_over_a_provisional_suggestion() -> None:
+    t = TypeAhead()
+    t.remember("doc", "x = fo", "\nend", "o(1)", False, provisional=True)
+    assert t.lookup("doc", "x = foo", "\nend") == ("(1)", False)
+    assert t.lookup("doc", "x = foo", "\nend", full_prompt=True) is None
+    t.remember("doc", "x = fo", "\nend", "o(1)", False)  # the full prompt's answer
+    assert t.lookup("doc", "x = foo", "\nend", full_prompt=True) == ("(1)", False)
+
+
 def test_bounded_number_of_documents() -> None:
     t = TypeAhead(max_keys=2)
     for key in ("a", "b", "c"):

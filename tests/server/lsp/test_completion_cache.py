@@ -109,6 +109,41 @@ async def test_an_invoked_request_at_a_cold_place_is_answered_from_the_full_prom
         await stop(client)
 
 
+async def test_an_invoked_request_typed_into_a_cold_suggestion_reads_the_full_prompt(tmp_path: Path) -> None:
+    """Typing the first character of the small prompt's suggestion: an automatic request gets the
+    rest of it (typed-through, no model); an invoked one there asks for the full prompt instead."""
+    client = await start(["-m", model_path()], env(tmp_path / "home"), options=COLD_OPTIONS)
+    try:
+        uri, line = await _open_cold(client, tmp_path)
+        auto = insert_texts(
+            await client.text_document_inline_completion_async(inline_params(uri, line, COL, invoked=False))
+        )
+        st = await status(client)
+        assert auto and len(auto[0].strip()) > 1, st["last"]
+        small_prompt = st["last"]["engine"]["prompt_tokens"]  # type: ignore[index]
+        typed = auto[0][0]
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(version=2, uri=uri),
+                [
+                    types.TextDocumentContentChangePartial(
+                        types.Range(types.Position(line, COL), types.Position(line, COL)), typed
+                    )
+                ],
+            )
+        )
+        after = inline_params(uri, line, COL + len(typed), invoked=False)
+        assert insert_texts(await client.text_document_inline_completion_async(after)) == [auto[0][1:]]
+        st = await status(client)
+        assert st["last"]["engine"]["stop_reason"] == "typed_through", st["last"]  # type: ignore[index]
+        await client.text_document_inline_completion_async(inline_params(uri, line, COL + len(typed)))
+        st = await status(client)
+        assert st["last"]["engine"]["stop_reason"] != "typed_through", st["last"]  # type: ignore[index]
+        assert st["last"]["engine"]["prompt_tokens"] > small_prompt + 400, st["last"]  # type: ignore[index]
+    finally:
+        await stop(client)
+
+
 async def test_an_invoked_request_past_its_deadline_shows_what_the_small_prompt_answered(
     tmp_path: Path,
 ) -> None:
