@@ -329,6 +329,46 @@ def test_an_import_far_down_does_not_make_the_whole_file_an_import_block() -> No
     assert any("among the imports" in c.reason for c in gather_context(idx, "app.py", text, 81))
 
 
+def test_an_import_written_inside_a_function_gets_the_choices_of_the_names_it_lacks() -> None:
+    """flask's ``from .testing import EnvironBuilder`` in a method, no other import near: the line
+    being written is an import, so the names the file uses unbound are its choices."""
+    from fimble.completion.context.imports import IMPORT_CHOICES, ImportChoices
+
+    parse = Def("util/dates.py", "parse", signature="def parse(s):")
+
+    class WithDefinitions(FakeIndex):
+        def definitions(self, name: str, limit: int = 50) -> list[Def]:
+            return [parse] if name == "parse" else []
+
+        def has_file(self, rel: str) -> bool:
+            return rel == "util/__init__.py"
+
+    idx = WithDefinitions(outlines=index().outlines, imports=[])
+    rows = [
+        "import os",
+        "",
+        *["x = 1"] * 40,
+        "def f(s):",
+        "    from util.dates import ",
+        "    return parse(s)",
+        "",
+    ]
+    text = "\n".join(rows)
+    chunks = gather_context(idx, "app.py", text, 43)
+    choices = next(ImportChoices.from_text(c.text) for c in chunks if c.reason == IMPORT_CHOICES)
+    assert choices.modules["util.dates"] == ("parse",)
+    assert not any(c.reason == IMPORT_CHOICES for c in gather_context(idx, "app.py", text, 44))
+    # The same region asked first at the blank line (a line start), then with the import typed:
+    # the choices come, the prompt's chunks stay.
+    blank = text.replace("    from util.dates import ", "    ")
+    g = ContextGatherer(idx, region=10)
+    before = g.chunks("app.py", blank, 43)
+    after = g.chunks("app.py", text, 43)
+    assert not any(c.reason == IMPORT_CHOICES for c in before)
+    assert [c for c in after if c.reason != IMPORT_CHOICES] == before
+    assert any(c.reason == IMPORT_CHOICES for c in after)
+
+
 def test_an_import_the_buffer_no_longer_has_binds_nothing() -> None:
     """The index reads the file as saved; the buffer is newer. An import line being rewritten
     (deleted in the buffer) is neither shown as imported nor counted as binding its names."""

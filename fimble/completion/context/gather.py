@@ -210,6 +210,22 @@ def _in_import_block(imports: Sequence[_Import], line: int, text_rows: Iterable[
     return any(row - 2 <= line <= row + 2 for row in [*rows, *text_rows])
 
 
+def _writing_import(lines: Sequence[str], line: int) -> bool:
+    """The cursor's line is an import statement being written, away from any other import: a
+    function's own import (flask's ``from .testing import EnvironBuilder`` in a method, with nothing
+    around it to make an import block, was written on with names the module does not have)."""
+    text = lines[line].lstrip() if 0 <= line < len(lines) else ""
+    return _IMPORT_LINE.fullmatch(text) is not None
+
+
+# An import statement, whole or being written; not prose that starts with the word (a docstring's
+# "from the docs").
+_IMPORT_LINE = re.compile(
+    r"(?:from\s+\.*[\w.]*(?:\s+import\b.*)?"
+    r"|import\s+(?:[\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*[\w.]+(?:\s+as\s+\w+)?)*,?)?)\s*"
+)
+
+
 # Base scores by source; a mention of a name written near the cursor adds _MENTION each, so the chunks
 # that explain what the cursor's surroundings use come first and survive the token budget.
 _IMPORTED, _DEFINES, _RECENT, _SIMILAR, _MENTION = 2.0, 1.5, 1.0, 0.0, 3.0
@@ -282,7 +298,7 @@ def gather_context(
 
     try:
         imports = _in_buffer(index.imports_of(path), [lines[r] for r in sorted(in_imports)], js)
-        whole = _in_import_block(imports, line, in_imports)
+        whole = _in_import_block(imports, line, in_imports) or (not js and _writing_import(lines, line))
         # Imported but not used yet: the line being written is about to use it (``HandoffOutputItem``
         # imported, its one use being typed), so its definition goes first. Among the imports, so
         # do the names the file uses but imports from nowhere: what the import being written is for.
@@ -434,6 +450,7 @@ class _Cached:
     line: int
     chunks: list[ContextChunk] = field(default_factory=list)
     listing: str | None = None  # (the import choices depend on it: a new list is a new region)
+    importing: bool = False  # the cursor's line was an import being written (``_writing_import``)
 
 
 class ContextGatherer:
@@ -459,11 +476,12 @@ class ContextGatherer:
     def chunks(self, path: str, text: str, line: int, *, refresh: bool = False) -> list[ContextChunk]:
         if self.index is None:
             return []
-        listing = _listing(text.splitlines(), line)
+        lines = text.splitlines()
+        listing, importing = _listing(lines, line), _writing_import(lines, line)
         with self._lock:
             cached = self._cache.get(path)
             near = cached is not None and abs(cached.line - line) <= self.region and not refresh
-            if cached is not None and near and cached.listing == listing:
+            if cached is not None and near and (cached.listing, cached.importing) == (listing, importing):
                 return cached.chunks
         recent: Sequence[ContextChunk] = ()
         if self.recent is not None:
@@ -474,13 +492,14 @@ class ContextGatherer:
         chunks = gather_context(self.index, path, text, line, recent=recent, source=self._source)
         anchor = line
         if cached is not None and near:
-            # Only the import list changed: new choices (never shown), the same prompt, so the
-            # model's cached work on it stays good, and the region keeps its place.
+            # Only the import list changed, or an import is being written on the cursor's line:
+            # new choices (never shown), the same prompt, so the model's cached work on it stays
+            # good, and the region keeps its place.
             shown = [c for c in cached.chunks if c.reason != IMPORT_CHOICES]
             chunks = shown + [c for c in chunks if c.reason == IMPORT_CHOICES]
             anchor = cached.line
         with self._lock:
-            self._cache[path] = _Cached(path, anchor, chunks, listing)
+            self._cache[path] = _Cached(path, anchor, chunks, listing, importing)
         return chunks
 
     def forget(self, path: str | None = None) -> None:
