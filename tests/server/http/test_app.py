@@ -343,19 +343,26 @@ def test_a_completion_request_stops_batch_work_as_it_arrives_not_at_its_submissi
 
     batch_runs: list[str] = []
     started = threading.Event()
+    decoding = threading.Event()  # the batch job is in its loop right now
 
     def batch(_engine: object, cancel: object) -> str:
         batch_runs.append("run")
+        decoding.set()
         started.set()
-        for _ in range(300):
-            if cancel.cancelled:  # type: ignore[attr-defined]
-                return "stopped"
-            time.sleep(0.01)
-        return f"done after {len(batch_runs)} runs"
+        try:
+            for _ in range(300):
+                if cancel.cancelled:  # type: ignore[attr-defined]
+                    return "stopped"
+                time.sleep(0.01)
+            return f"done after {len(batch_runs)} runs"
+        finally:
+            decoding.clear()
 
     class Watching(SnippetIndex):
         def context_for(self, path, prefix, suffix):  # type: ignore[no-untyped-def]
-            self.batch_paused = job.cancel.cancelled
+            # Paused, or already stopped and put back in the queue (which clears the pause: on a
+            # loaded machine the batch sees it and is requeued before this thread runs).
+            self.batch_paused = job.cancel.cancelled or not decoding.is_set()
             return super().context_for(path, prefix, suffix)
 
     index = Watching()
