@@ -357,7 +357,8 @@ def test_an_import_written_inside_a_function_gets_the_choices_of_the_names_it_la
     chunks = gather_context(idx, "app.py", text, 43)
     choices = next(ImportChoices.from_text(c.text) for c in chunks if c.reason == IMPORT_CHOICES)
     assert choices.modules["util.dates"] == ("parse",)
-    assert not any(c.reason == IMPORT_CHOICES for c in gather_context(idx, "app.py", text, 44))
+    # Away from it (more than the two lines an import block reaches), none.
+    assert not any(c.reason == IMPORT_CHOICES for c in gather_context(idx, "app.py", text, 30))
     # The same region asked first at the blank line (a line start), then with the import typed:
     # the choices come, the prompt's chunks stay.
     blank = text.replace("    from util.dates import ", "    ")

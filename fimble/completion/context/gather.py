@@ -46,6 +46,7 @@ from fimble.completion.context.unbound import (
     code_only,
     import_rows,
     imported_names,
+    starts_import,
     unbound_definitions,
     unbound_names,
 )
@@ -210,22 +211,6 @@ def _in_import_block(imports: Sequence[_Import], line: int, text_rows: Iterable[
     return any(row - 2 <= line <= row + 2 for row in [*rows, *text_rows])
 
 
-def _writing_import(lines: Sequence[str], line: int) -> bool:
-    """The cursor's line is an import statement being written, away from any other import: a
-    function's own import (flask's ``from .testing import EnvironBuilder`` in a method, with nothing
-    around it to make an import block, was written on with names the module does not have)."""
-    text = lines[line].lstrip() if 0 <= line < len(lines) else ""
-    return _IMPORT_LINE.fullmatch(text) is not None
-
-
-# An import statement, whole or being written; not prose that starts with the word (a docstring's
-# "from the docs").
-_IMPORT_LINE = re.compile(
-    r"(?:from\s+\.*[\w.]*(?:\s+import\b.*)?"
-    r"|import\s+(?:[\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*[\w.]+(?:\s+as\s+\w+)?)*,?)?)\s*"
-)
-
-
 # Base scores by source; a mention of a name written near the cursor adds _MENTION each, so the chunks
 # that explain what the cursor's surroundings use come first and survive the token budget.
 _IMPORTED, _DEFINES, _RECENT, _SIMILAR, _MENTION = 2.0, 1.5, 1.0, 0.0, 3.0
@@ -298,7 +283,7 @@ def gather_context(
 
     try:
         imports = _in_buffer(index.imports_of(path), [lines[r] for r in sorted(in_imports)], js)
-        whole = _in_import_block(imports, line, in_imports) or (not js and _writing_import(lines, line))
+        whole = _in_import_block(imports, line, in_imports)
         # Imported but not used yet: the line being written is about to use it (``HandoffOutputItem``
         # imported, its one use being typed), so its definition goes first. Among the imports, so
         # do the names the file uses but imports from nowhere: what the import being written is for.
@@ -450,7 +435,7 @@ class _Cached:
     line: int
     chunks: list[ContextChunk] = field(default_factory=list)
     listing: str | None = None  # (the import choices depend on it: a new list is a new region)
-    importing: bool = False  # the cursor's line was an import being written (``_writing_import``)
+    importing: bool = False  # the cursor's line began an import statement (``starts_import``)
 
 
 class ContextGatherer:
@@ -477,7 +462,8 @@ class ContextGatherer:
         if self.index is None:
             return []
         lines = text.splitlines()
-        listing, importing = _listing(lines, line), _writing_import(lines, line)
+        listing = _listing(lines, line)
+        importing = 0 <= line < len(lines) and starts_import(lines[line].strip())
         with self._lock:
             cached = self._cache.get(path)
             near = cached is not None and abs(cached.line - line) <= self.region and not refresh
@@ -492,7 +478,7 @@ class ContextGatherer:
         chunks = gather_context(self.index, path, text, line, recent=recent, source=self._source)
         anchor = line
         if cached is not None and near:
-            # Only the import list changed, or an import is being written on the cursor's line:
+            # Only the import list changed, or the cursor's line became (or stopped being) an import:
             # new choices (never shown), the same prompt, so the model's cached work on it stays
             # good, and the region keeps its place.
             shown = [c for c in cached.chunks if c.reason != IMPORT_CHOICES]
