@@ -42,6 +42,24 @@ def test_window_starts_at_a_top_level_line() -> None:
     assert head.startswith("class A:")
 
 
+@pytest.mark.parametrize(
+    ("prefix", "language", "starts"),
+    [
+        ('x = 1\nmsg = """\\\nhello\n"""\nfoo(', "python", 'msg = """'),
+        ('"""\nModule docstring.\n"""\nfoo(', "python", '"""\nModule'),
+        ("const a = 1;\nconst x = `\ntext\n`;\nfoo(", "typescript", "const x = `"),
+    ],
+    ids=["module_message", "module_docstring", "template_literal"],
+)
+def test_window_does_not_start_at_a_literals_closing_quotes(prefix: str, language: str, starts: str) -> None:
+    """Parsed from its closing quotes, a literal would swallow the cursor: flask's ``ContextVar(|``."""
+    suffix = '\nbar()\ny = """\nz\n"""\n'
+    head, _ = _window(prefix, suffix)
+    assert head.startswith(starts)
+    syntax = analyze(prefix, suffix, language)
+    assert syntax.open_brackets == "(" and syntax.reason == "open bracket"
+
+
 def test_without_a_grammar_the_text_heuristic_decides() -> None:
     syntax = analyze("tasks:", "\n", None)
     assert (syntax.multiline, syntax.reason) == (True, "line opens a block")

@@ -17,6 +17,7 @@ a text heuristic.
 from __future__ import annotations
 
 import functools
+import re
 import time
 import tomllib
 from dataclasses import dataclass
@@ -42,6 +43,8 @@ _WINDOW_BACK_LINES = 60  # furthest a window starts above the cursor (looking fo
 _WINDOW_MIN_LINES = 30  # without a top-level line, this many lines above the cursor
 _WINDOW_AHEAD_LINES = 24
 _WINDOW_CHARS = 8000  # per side: one huge (minified) line must not make parsing slow
+# A line holding only a literal's closing quotes and what may follow them: ``"""``, ``""")``, `` `; ``.
+_STRING_END = re.compile(r"""(\"\"\"|'''|`)[\s)\]},;.]*$""")
 
 
 @dataclass(frozen=True)
@@ -132,15 +135,28 @@ def _window(prefix: str, suffix: str) -> tuple[str, str]:
 
     Starting at a line with no indentation lets the parser see whole statements (an indented first
     line is an error for Python's grammar); the line must not start with a closer, which would be
-    the end of an enclosing construct.
+    the end of an enclosing construct. Nor may it be a literal's closing line (the triple quotes
+    ending a module-level message, a template literal's `` `; ``): parsed from there, the quotes would open a
+    string that swallows the cursor (flask's ``ContextVar(|`` under such a message was judged inside a
+    string with no bracket open, and its ``)`` was cut). The search skips to the line that opens it.
     """
     lines = prefix[-_WINDOW_CHARS:].split("\n")
     start = max(0, len(lines) - _WINDOW_MIN_LINES)
-    for i in range(len(lines) - 2, max(-1, len(lines) - 2 - _WINDOW_BACK_LINES), -1):
+    lowest = max(-1, len(lines) - 2 - _WINDOW_BACK_LINES)
+    i = len(lines) - 2
+    while i > lowest:
         line = lines[i]
-        if line and not line[0].isspace() and line[0] not in ")]}" and i < len(lines) - 1:
+        end = _STRING_END.match(line)
+        if end:
+            opener = next((j for j in range(i - 1, lowest, -1) if end[1] in lines[j]), None)
+            if opener is None:  # opened out of reach: after it is the best there is
+                start = i + 1
+                break
+            i, line = opener, lines[opener]  # the opening line may start the window itself
+        if line and not line[0].isspace() and line[0] not in ")]}":
             start = i
             break
+        i -= 1
     head = "\n".join(lines[start:])
     tail = "\n".join(suffix[:_WINDOW_CHARS].split("\n")[:_WINDOW_AHEAD_LINES])
     return head, tail
