@@ -3,8 +3,9 @@
 A suggestion is a pure function of what the prompt is built from (model, file path, text before and
 after the cursor, cross-file context, token budgets, single/multi-line mode): the engine decodes
 greedily. So the same request again — after an undo, after switching back to a file, or after a
-restart — is answered from here. Keys hash those parts (``request_key``); values are the cleaned text
-and its shape.
+restart — is answered from here. Keys hash those parts (``request_key``) and the code that turns them
+into a suggestion (``answer_code_id``): an upgrade that changes the prompt's layout or a stop rule must
+not go on serving what the older code answered from disk. Values are the cleaned text and its shape.
 
 Two levels: an LRU in memory (a dict lookup on the event loop) and one LMDB environment under the
 cache root, bounded both by entry count (oldest-used evicted first) and by map size (LMDB cannot grow
@@ -28,10 +29,11 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CacheConfig", "CacheStats", "Cached", "CompletionCache", "request_key"]
+__all__ = ["CacheConfig", "CacheStats", "Cached", "CompletionCache", "answer_code_id", "request_key"]
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +91,33 @@ class CacheStats:
     disk_entries: int = 0
     disk_bytes: int = 0
     disk_state: str = "off"  # off | open | failed
+
+
+# What builds a suggestion from a request: prompts, context, decoding, stop rules and cleaning.
+_ANSWER_CODE = ("prompt", "context", "engine", "output", "service.py")
+
+
+@cache
+def answer_code_id() -> str:
+    """A digest of the source that turns a request into a suggestion, for the cache's keys.
+
+    Read once per process. A digest rather than a version number: no one has to remember to bump it,
+    and a development checkout gets a fresh cache with every change to that code.
+    """
+    return code_digest(Path(__file__).parent, _ANSWER_CODE)
+
+
+def code_digest(root: Path, names: Iterable[str]) -> str:
+    """A digest of the ``.py`` files of ``names`` (folders or files) under ``root``, paths included."""
+    h = hashlib.blake2b(digest_size=8)
+    for name in names:
+        top = root / name
+        for path in sorted(top.rglob("*.py")) if top.is_dir() else [top]:
+            try:
+                h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+            except OSError:  # an odd install: the model and the inputs still key the answer
+                continue
+    return h.hexdigest()
 
 
 def request_key(model_id: str, parts: Iterable[object]) -> bytes:

@@ -17,7 +17,7 @@ from typing import Any
 
 from fimble.completion.adoption import EARLY_LINES, Flights
 from fimble.completion.ahead import WorkAhead
-from fimble.completion.cache import CacheConfig, Cached, CompletionCache, request_key
+from fimble.completion.cache import CacheConfig, Cached, CompletionCache, answer_code_id, request_key
 from fimble.completion.engine import Engine, Generation
 from fimble.completion.engine.cancel import CancelToken
 from fimble.completion.engine.guide import Guide
@@ -308,7 +308,7 @@ class Completer:
                 size = Path(path).stat().st_size if path is not None else 0
             except OSError:
                 size = 0
-            self._model_id = f"{path or self.model or type(engine).__name__}:{size}"
+            self._model_id = f"{path or self.model or type(engine).__name__}:{size}:{answer_code_id()}"
         files = [part for f in request.context_files for part in f[:2]]
         parts = [
             request.path or "",

@@ -175,3 +175,19 @@ def test_two_processes_sharing_the_file_keep_one_order(tmp_path: Path) -> None:
     assert a.get(request_key("m", ["8"])) is not None and a.get(request_key("m", ["6"])) is not None
     assert a.get(request_key("m", ["1"])) is None
     a.close()
+
+
+def test_the_code_that_answers_is_part_of_every_key(tmp_path: Path) -> None:
+    """An upgrade that changes a stop rule or the prompt must not serve the older code's answers
+    from disk: the keys carry a digest of that code, which any change to it changes."""
+    from fimble.completion.cache import _ANSWER_CODE, answer_code_id, code_digest
+
+    (tmp_path / "output").mkdir()
+    rule = tmp_path / "output" / "stops.py"
+    rule.write_text("CUT = ')'\n")
+    (tmp_path / "service.py").write_text("")
+    before = code_digest(tmp_path, ("output", "service.py", "gone"))
+    rule.write_text("CUT = ''\n")
+    assert code_digest(tmp_path, ("output", "service.py", "gone")) != before
+    assert answer_code_id() == answer_code_id() and len(answer_code_id()) == 16
+    assert {"prompt", "context", "engine", "output"} <= set(_ANSWER_CODE)
