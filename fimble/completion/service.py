@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from fimble.completion.context.header import import_header
 from fimble.completion.context.imports import ImportChoices, split_choices
 from fimble.completion.engine import Engine, Generation
 from fimble.completion.engine.cancel import CancelToken
@@ -136,7 +135,6 @@ def plan(
     choices, files = split_choices(request.context_files)
     if syntax is None:
         syntax = shape_of(request)
-    header = import_header(prefix, request.path)
     prompt = build_prompt(
         engine.tokenize,
         engine.fim,
@@ -147,7 +145,6 @@ def plan(
         prefix_budget=request.prefix_budget,
         suffix_budget=request.suffix_budget,
         context_budget=request.context_budget,
-        header=header,
     )
     small = False
     if warmer is not None:  # cold region: a small prompt first
@@ -165,7 +162,6 @@ def plan(
                 suffix_budget=suffix_budget,
                 context_budget=context_budget,
                 prefix_start=start,
-                header=header,
             ),
             prefix_budget=request.prefix_budget,
             suffix_budget=request.suffix_budget,

@@ -173,31 +173,3 @@ def test_context_files_are_packed_best_first_and_laid_out_best_last() -> None:
     prompt = build_prompt(chars, QWEN, "x", "", path="m.py", files=files, context_budget=40)
     reasons = [p.reason for p in prompt.parts if p.kind == "context"]
     assert reasons == ["third", "first"]  # the best chunk sits right before the current file
-
-
-def test_a_prefix_below_the_imports_opens_with_them() -> None:
-    """A prefix that does not reach the file's imports starts with them, out of its own budget,
-    and a blank line where the lines between are left out."""
-    text = "import os\nfrom a import b\n" + "".join(f"l{i:03d}\n" for i in range(200)) + "x"
-    header = [(0, "import os\n"), (1, "from a import b\n")]
-    prompt = build_prompt(chars, QWEN, text, "", prefix_budget=120, header=header)
-    kept = "".join(map(chr, prompt.parts[0].tokens[1:]))
-    assert kept.startswith("import os\nfrom a import b\n\nl")
-    assert kept.endswith("l199\nx") and len(kept) <= 120
-    assert prompt.prefix_line > 2
-
-
-def test_a_prefix_that_reaches_the_imports_is_left_as_it_is() -> None:
-    text = "import os\n" + "".join(f"l{i:03d}\n" for i in range(5)) + "x"
-    plain = build_prompt(chars, QWEN, text, "", prefix_budget=400)
-    assert build_prompt(chars, QWEN, text, "", prefix_budget=400, header=[(0, "import os\n")]) == plain
-
-
-def test_the_imports_take_at_most_a_quarter_of_the_prefix() -> None:
-    header = [(i, f"import m{i:02d}\n") for i in range(20)]  # 12 tokens each
-    text = "".join(t for _, t in header) + "".join(f"l{i:03d}\n" for i in range(200)) + "x"
-    prompt = build_prompt(chars, QWEN, text, "", prefix_budget=200, header=header)
-    kept = "".join(map(chr, prompt.parts[0].tokens[1:]))
-    opening = kept[: kept.index("\n\n") + 2]
-    assert opening == "".join(t for _, t in header[:4]) + "\n"  # 48 tokens and the blank line
-    assert len(kept) <= 200

@@ -202,23 +202,6 @@ def _keep_head_lines(tokenize: Tokenize, text: str, budget: int) -> list[int]:
     return tokenize("".join(lines[:end]))
 
 
-def _header_tokens(
-    tokenize: Tokenize, header: Sequence[tuple[int, str]], budget: int, *, gap: bool = True
-) -> list[int]:
-    """The first lines of ``header`` that fit ``budget`` tokens, a blank line after them where lines
-    are left out before the prefix goes on (whole lines only: a cut import list is cut at a line)."""
-    taken, used = [], 1 if gap else 0
-    for _, text in header:
-        n = len(tokenize(text))
-        if used + n > budget:
-            break
-        taken.append(text)
-        used += n
-    if not taken:
-        return []
-    return tokenize("".join(taken) + ("\n" if gap else ""))
-
-
 def build_prompt(
     tokenize: Tokenize,
     fim: FimTokens,
@@ -232,7 +215,6 @@ def build_prompt(
     suffix_budget: int = SUFFIX_TOKENS,
     context_budget: int = CONTEXT_TOKENS,
     prefix_start: int | None = None,
-    header: Sequence[tuple[int, str]] = (),
 ) -> FimPrompt:
     """Assemble a FIM prompt, most stable part first.
 
@@ -245,11 +227,6 @@ def build_prompt(
     its top edge stays put while the user types on that line. ``prefix_start`` asks for the prefix
     to start at that line of the file (a previous prompt's ``prefix_line``) when the lines from it
     fit ``prefix_budget``.
-
-    ``header`` is the file's own import lines as (row, line): where the prefix does not reach up to
-    them, as many as fit a quarter of ``prefix_budget`` open the prefix, from its budget. They say
-    which names the file can use (rxjs's ``operate``, requests' ``builtin_str``) when the prefix is a
-    small first prompt's few lines.
     """
     cut = prefix.rfind("\n") + 1
     head, line = prefix[:cut], prefix[cut:]
@@ -284,15 +261,7 @@ def build_prompt(
             plain.append(PromptPart("context", tuple(body), reason, file_path))
         parts.extend(reversed(plain))
     first_line, kept = _keep_tail_lines(tokenize, head, head_budget, prefix_start)
-    opening: list[int] = []
-    if header and header[0][0] < first_line:
-        opening = _header_tokens(tokenize, header, prefix_budget // 4)
-        if opening:
-            first_line, kept = _keep_tail_lines(tokenize, head, head_budget - len(opening), prefix_start)
-            rows = [(row, text) for row, text in header if row < first_line]
-            last = rows[-1][0] if rows else -1
-            opening = _header_tokens(tokenize, rows, prefix_budget // 4, gap=last + 1 < first_line)
-    prefix_tokens = opening + kept + tokenize(line)
+    prefix_tokens = kept + tokenize(line)
     parts.append(PromptPart("prefix", (fim.prefix, *prefix_tokens), "file before the cursor"))
     parts.append(
         PromptPart(
