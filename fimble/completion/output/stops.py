@@ -213,7 +213,9 @@ def _code_chars(text: str):  # type: ignore[no-untyped-def]
     """(index, char) of the characters of generated code outside string literals.
 
     A rough scanner for text the model writes (no grammar runs per token): quotes open and close
-    literals, a backslash escapes, and a newline ends an unterminated one-quote literal.
+    literals, a backslash escapes, and a newline ends an unterminated one-quote literal. That newline
+    is yielded: it still ends a line for the rules, and it is most often an apostrophe in a comment
+    (``// that's all`` right before ``} else {`` had the ``}`` cut as if mid-line).
     """
     quote = ""
     escaped = False
@@ -223,8 +225,11 @@ def _code_chars(text: str):  # type: ignore[no-untyped-def]
                 escaped = False
             elif ch == "\\":
                 escaped = True
-            elif ch == quote or (ch == "\n" and quote != "`"):
+            elif ch == quote:
                 quote = ""
+            elif ch == "\n" and quote != "`":
+                quote = ""
+                yield i, ch
             continue
         if ch in "\"'`":
             quote = ch

@@ -1,0 +1,6 @@
+function f(x: number) {
+  if (x > 0) {
+    <CURSOR>
+  }
+  return x;
+}
