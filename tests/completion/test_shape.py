@@ -110,3 +110,11 @@ def test_a_cursor_in_a_string_or_a_comment_is_prose() -> None:
     assert analyze("int x; // see\n", "\n", "c").prose is False
     assert analyze("int x; // see", "\n", "c").prose
     assert not analyze("def f():\n    x = 1\n", "\n", "python").prose
+
+
+def test_typing_inside_a_module_docstring_stays_inside_it() -> None:
+    """Quotes alone on a line also open a literal: the window starts there, and the cursor is in it."""
+    prefix = '"""\nModule doc, (see'
+    head, _ = _window(prefix, '\n"""\nimport os\n')
+    assert head.startswith('"""\n')
+    assert analyze(prefix, '\n"""\nimport os\n', "python").reason == "inside a string"

@@ -139,6 +139,7 @@ def _window(prefix: str, suffix: str) -> tuple[str, str]:
     ending a module-level message, a template literal's `` `; ``): parsed from there, the quotes would open a
     string that swallows the cursor (flask's ``ContextVar(|`` under such a message was judged inside a
     string with no bracket open, and its ``)`` was cut). The search skips to the line that opens it.
+    (Counted in the window's text only: a literal opened further up is guessed from what is there.)
     """
     lines = prefix[-_WINDOW_CHARS:].split("\n")
     start = max(0, len(lines) - _WINDOW_MIN_LINES)
@@ -147,7 +148,9 @@ def _window(prefix: str, suffix: str) -> tuple[str, str]:
     while i > lowest:
         line = lines[i]
         end = _STRING_END.match(line)
-        if end:
+        # Only a closing one: quotes that open a literal (a module docstring's first line) come after
+        # an even number of their kind.
+        if end and sum(above.count(end[1]) for above in lines[:i]) % 2:
             opener = next((j for j in range(i - 1, lowest, -1) if end[1] in lines[j]), None)
             if opener is None:  # opened out of reach: after it is the best there is
                 start = i + 1
