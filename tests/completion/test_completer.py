@@ -77,6 +77,29 @@ def test_typed_through_answer_cancels_a_running_request_for_the_same_document() 
     completer.close()
 
 
+def test_an_answer_older_code_cached_on_disk_is_not_served_after_an_upgrade(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk cache outlives the process: its keys carry a digest of the code that answers, so
+    a changed stop rule or prompt is not hidden behind what the older code answered."""
+    import fimble.completion.completer as completer_module
+
+    cache = CompletionCache(CacheConfig(path=tmp_path))
+
+    def answer(code: str, engine: FakeEngine) -> str:
+        monkeypatch.setattr(completer_module, "answer_code_id", lambda: code)
+        completer = Completer(load=lambda: engine, cache=cache, prefetch=False)  # type: ignore[arg-type, return-value]
+        text = completer.submit(request("xs."), key="doc").future.result(5).text
+        completer.close()
+        return text
+
+    assert answer("old", FakeEngine("append(x)")) == "append(x)"
+    upgraded = FakeEngine("extend(y)")
+    assert answer("new", upgraded) == "extend(y)" and upgraded.calls == 1
+    again = FakeEngine("never")
+    assert answer("new", again) == "extend(y)" and again.calls == 0  # the same code: from the cache
+
+
 class StreamingEngine(FakeEngine):
     """Produces ``answer`` one character per step; ``step`` lets the test release characters."""
 
