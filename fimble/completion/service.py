@@ -9,6 +9,7 @@ picks a smaller first prompt at a cold place and learns this machine's speed fro
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from array import array
 from collections.abc import Callable, Sequence
@@ -18,11 +19,12 @@ from typing import TYPE_CHECKING
 from fimble.completion.context.imports import ImportChoices, split_choices
 from fimble.completion.engine import Engine, Generation
 from fimble.completion.engine.cancel import CancelToken
-from fimble.completion.engine.guide import import_guide
+from fimble.completion.engine.guide import Guide, import_guide
 from fimble.completion.output.postprocess import clean_completion
 from fimble.completion.output.shape import CursorSyntax, analyze, resolve_language, stop_context
 from fimble.completion.output.stops import StopContext, make_stop_check
 from fimble.completion.prompt.fim import CONTEXT_TOKENS, PREFIX_TOKENS, SUFFIX_TOKENS, FimPrompt, build_prompt
+from fimble.completion.prompt.heal import HealGuide, healed_on_text, healed_stop, split_indent, unheal
 from fimble.completion.tuning import Tuning
 
 if TYPE_CHECKING:
@@ -114,6 +116,8 @@ class Plan:
     stop: StopContext
     choices: ImportChoices | None
     small: bool  # a first prompt at a cold place (smaller than the full one): its answer is provisional
+    # The cursor line's indentation, left out of the prompt for the model to write (``prompt.heal``).
+    indent: str = ""
 
     @property
     def digest(self) -> bytes:
@@ -135,10 +139,11 @@ def plan(
     choices, files = split_choices(request.context_files)
     if syntax is None:
         syntax = shape_of(request)
+    prompt_prefix, indent = split_indent(prefix)
     prompt = build_prompt(
         engine.tokenize,
         engine.fim,
-        prefix,
+        prompt_prefix,
         suffix,
         path=request.path,
         files=files,
@@ -154,7 +159,7 @@ def plan(
             lambda prefix_budget, suffix_budget, context_budget, start=None: build_prompt(
                 engine.tokenize,
                 engine.fim,
-                prefix,
+                prompt_prefix,
                 suffix,
                 path=request.path,
                 files=files if context_budget > 0 else (),
@@ -171,7 +176,33 @@ def plan(
             first=None if request.tuning is None else (request.tuning.first_ms, request.tuning.first_tokens),
         )
         small = warmer.last_small
-    return Plan(request, prompt, syntax, stop_context(prefix, suffix, syntax), choices, small)
+    return Plan(request, prompt, syntax, stop_context(prefix, suffix, syntax), choices, small, indent)
+
+
+def _guide(planned: Plan) -> Guide | None:
+    """The guide ``planned`` decodes with: its import line's, behind its indentation's."""
+    request = planned.request
+    guide = import_guide(planned.choices, request.prefix, request.suffix)
+    return HealGuide(planned.indent, guide) if planned.indent else guide
+
+
+def _max_tokens(engine: Engine, planned: Plan) -> int:
+    """The request's answer length, and the tokens its indentation takes to write."""
+    extra = len(engine.tokenize(planned.indent)) if planned.indent else 0
+    return planned.request.max_tokens + extra
+
+
+def _unhealed(generation: Generation, planned: Plan, guide: Guide | None) -> Generation:
+    """``generation`` as if the prompt had held the cursor's indentation: its text after it, and the
+    import guide's outcome alone in ``guide``."""
+    if not planned.indent:
+        return generation
+    inner = guide.inner if isinstance(guide, HealGuide) else guide
+    return dataclasses.replace(
+        generation,
+        text=unheal(generation.text, planned.indent),
+        guide="" if inner is None else ("released" if inner.released else "kept"),
+    )
 
 
 def generate(
@@ -193,18 +224,20 @@ def generate(
     own = getattr(engine, "speculative", None)
     if request.tuning is not None and own is not None and request.tuning.speculative != own:
         extra["speculative"] = request.tuning.speculative
+    guide = _guide(planned)
     generation = engine.generate(
         prompt.tokens,
-        max_tokens=request.max_tokens,
-        stop=make_stop_check(planned.stop),
+        max_tokens=_max_tokens(engine, planned),
+        stop=healed_stop(make_stop_check(planned.stop), planned.indent),
         cancel=cancel,
-        on_text=on_text,
+        on_text=healed_on_text(on_text, planned.indent),
         reuse_limit=prompt.stable_len,
-        guide=import_guide(planned.choices, request.prefix, request.suffix),
+        guide=guide,
         **extra,
     )
     if warmer is not None:
         warmer.observe(generation)
+    generation = _unhealed(generation, planned, guide)
     return result_of(planned, clean_completion(generation.text, planned.stop), generation)
 
 
@@ -223,16 +256,20 @@ def generate_together(
             on_done(i, generate(engine, planned))
         return
 
+    guides = [_guide(p) for p in plans]
+
     def answered(i: int, generation: Generation) -> None:
+        generation = _unhealed(generation, plans[i], guides[i])
         on_done(i, result_of(plans[i], clean_completion(generation.text, plans[i].stop), generation))
 
+    limits = [_max_tokens(engine, p) for p in plans]
     engine.generate_batch(
         [p.prompt.tokens for p in plans],
-        max_tokens=max(p.request.max_tokens for p in plans),
-        stops=[make_stop_check(p.stop) for p in plans],
-        limits=[p.request.max_tokens for p in plans],
+        max_tokens=max(limits),
+        stops=[healed_stop(make_stop_check(p.stop), p.indent) for p in plans],
+        limits=limits,
         on_done=answered,
-        guides=[import_guide(p.choices, p.request.prefix, p.request.suffix) for p in plans],
+        guides=guides,
     )
 
 

@@ -245,7 +245,9 @@ class Decoder:
         model = self.model
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
         out = Decoded(stats=DraftStats())
-        lookup = self.lookup(prompt) if speculative and guide is None else None
+        # A guide chooses among the model's best tokens, which a draft checked by argmax would not:
+        # drafts wait until it has stepped aside (a cursor line's indentation, written first).
+        lookup = self.lookup(prompt) if speculative else None
 
         def pick() -> int:  # the model's next token, or the guide's choice for the text so far
             return self.argmax() if guide is None else self.guided(guide, out.text)
@@ -282,8 +284,9 @@ class Decoder:
                 if chosen:  # an accepted draft token: its KV is already there
                     continue
                 try:
+                    drafting = lookup if guide is None or guide.released else None
                     chosen.extend(
-                        self.step(slot, tok, lookup, max_tokens - len(out.tokens), out.stats, pick, policy)
+                        self.step(slot, tok, drafting, max_tokens - len(out.tokens), out.stats, pick, policy)
                     )
                 except Cancelled:
                     out.reason = "cancelled"

@@ -218,7 +218,7 @@ class Engine:
         dropped at the end, so the output, the stop reasons and the cache are those of plain decoding.
 
         A ``guide`` (``fimble.completion.engine.guide``) picks each token from the model's best few instead
-        of the argmax; guided decoding is plain (no drafts): the lines it guides are short.
+        of the argmax; while it guides, decoding is plain (no drafts): the lines it guides are short.
         """
         t0 = time.perf_counter()
         try:
