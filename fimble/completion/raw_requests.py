@@ -22,6 +22,7 @@ from fimble.completion.output.postprocess import clean_completion, fit_line_star
 from fimble.completion.output.shape import analyze, resolve_language, stop_context
 from fimble.completion.output.stops import make_stop_check
 from fimble.completion.prompt.fim import PREFIX_TOKENS, SUFFIX_TOKENS, FimPrompt, build_prompt
+from fimble.completion.prompt.heal import INDENT_TOKENS, HealGuide, healed_stop, split_indent, unheal
 from fimble.completion.prompt.raw_prompt import ContextFile, RawPrompt
 
 __all__ = ["GenerationOptions", "RawPlan", "plan_request", "stop_string_hit", "stop_string_hold"]
@@ -141,6 +142,7 @@ def _plan_fim(raw: RawPrompt, opts: GenerationOptions, checks: list[StopCheck]) 
     rest = ctx.suffix.split("\n", 1)[0].rstrip()
     info: dict[str, object] = {}
     choices, raw_files = split_choices(raw.files)
+    line_start, indent = split_indent(prefix)  # the model writes the cursor line's indentation
 
     def build(engine: Engine) -> FimPrompt:
         # Room for the prompt: the context less the answer, a margin and the few control/path tokens.
@@ -151,7 +153,7 @@ def _plan_fim(raw: RawPrompt, opts: GenerationOptions, checks: list[StopCheck]) 
         files_budget = max(0, room - prefix_budget - suffix_budget)
         files, dropped = _fit_files(engine, raw_files, files_budget)
         info.update(files_used=len(files), files_dropped=dropped)
-        pre, suf = prefix, suffix
+        pre, suf = line_start, suffix
         for _ in range(64):
             prompt = build_prompt(
                 engine.tokenize,
@@ -176,11 +178,12 @@ def _plan_fim(raw: RawPrompt, opts: GenerationOptions, checks: list[StopCheck]) 
         return prompt
 
     def final(text: str) -> str:
+        text = unheal(text, indent)
         hit = stop_string_hit(text, stops)
         return clean_completion(text[: hit[1]] if hit else text, ctx)
 
     def shown(text: str) -> str:
-        text = text.replace("\r\n", "\n")
+        text = unheal(text, indent).replace("\r\n", "\n")
         if may_reindent(ctx):
             # At a line start the clean-up may re-indent the suggestion, as its first line says: held
             # until that line is complete, and to the end when it does move (the rest follows it).
@@ -197,18 +200,19 @@ def _plan_fim(raw: RawPrompt, opts: GenerationOptions, checks: list[StopCheck]) 
         safe = max(0, min(safe, len(text) - stop_string_hold(text, stops)))
         return text[:safe].replace("\n", ctx.newline)
 
+    guide = import_guide(choices, prefix, suffix)
     return RawPlan(
         fim=True,
         build=build,
-        stop=_combine([make_stop_check(ctx), *checks]),
+        stop=healed_stop(_combine([make_stop_check(ctx), *checks]), indent),
         final=final,
         shown=shown,
-        max_tokens=opts.max_tokens,
+        max_tokens=opts.max_tokens + (INDENT_TOKENS if indent else 0),
         path=raw.path,
         context_files=len(raw_files),
         multiline=multiline,
         info=info,
-        guide=import_guide(choices, prefix, suffix),
+        guide=HealGuide(indent, guide) if indent else guide,
     )
 
 

@@ -9,6 +9,7 @@ from fimble.completion.context.imports import ImportChoices
 from fimble.completion.prompt.fim import FimPrompt, FimTokens
 from fimble.completion.prompt.raw_prompt import RawPrompt
 from fimble.completion.raw_requests import GenerationOptions, plan_request, stop_string_hit, stop_string_hold
+from tests.fakes import FakeEngine
 
 FIM = FimTokens(family="qwen", prefix=-1, suffix=-2, middle=-3, repo_name=-4, file_sep=-5)
 
@@ -96,9 +97,21 @@ def test_fim_plan_combines_client_stops_with_fimble_rules() -> None:
     raw = RawPrompt(prefix="def f():\n    ", suffix="\n", fim=True)
     plan = plan_request(raw, GenerationOptions(stop=("<END>",)))
     assert plan.multiline
-    assert plan.stop("return 1<END>") == ("stop_string", 8)
-    assert plan.stop("return 1\nprint(2)\n") == ("stop_rule:indent", 8)
-    assert plan.final("return 1   ") == "return 1"
+    # The model writes the cursor line's indentation (``prompt.heal``); the rules judge what follows.
+    assert plan.stop("    return 1<END>") == ("stop_string", 12)
+    assert plan.stop("    return 1\nprint(2)\n") == ("stop_rule:indent", 12)
+    assert plan.final("    return 1   ") == "return 1"
+
+
+def test_fim_plan_leaves_the_cursor_lines_indentation_to_the_model() -> None:
+    raw = RawPrompt(prefix="def f():\n    ", suffix="\n", fim=True)
+    plan = plan_request(raw, GenerationOptions())
+    tokens = plan.build(FakeEngine())
+    assert isinstance(tokens, FimPrompt)
+    prefix = next(p for p in tokens.parts if p.kind == "prefix")
+    assert "".join(map(chr, prefix.tokens[1:])).endswith("def f():\n")
+    assert plan.stop("  x") == ("indent", 0)  # one level out: not the line at the cursor
+    assert plan.final("") == "" and plan.shown("   ") == ""
 
 
 def test_single_line_plan_holds_back_what_may_overlap_the_line_suffix() -> None:
@@ -112,19 +125,19 @@ def test_single_line_plan_holds_back_what_may_overlap_the_line_suffix() -> None:
 def test_multiline_streams_whole_lines_only() -> None:
     raw = RawPrompt(prefix="def f():\n    ", suffix="\n", fim=True)
     plan = plan_request(raw, GenerationOptions(stop=("<E",)))
-    assert plan.shown("x = 1") == ""  # at a line start: until its first line says how it is indented
-    assert plan.shown("x = 1\n    y") == "x = 1"
-    assert plan.shown("x = 1\n    y = 2\n") == "x = 1\n    y = 2"
+    assert plan.shown("    x = 1") == ""  # at a line start: until its first line says how it is indented
+    assert plan.shown("    x = 1\n    y") == "x = 1"
+    assert plan.shown("    x = 1\n    y = 2\n") == "x = 1\n    y = 2"
 
 
 @pytest.mark.parametrize(
     ("prefix", "suffix", "raw"),
     [
         # A tab more than the cursor has, at a line start: fitted at the end, so held until then.
-        ("function f() {\n\tconst a = 1;\n\t", "\n\treturn a;\n}\n", "\tconsole.log(a);"),
+        ("function f() {\n\tconst a = 1;\n\t", "\n\treturn a;\n}\n", "\t\tconsole.log(a);"),
         # A CRLF file: what is streamed has the file's line ends, as the final text does.
-        ("def f():\r\n    ", "\r\n", "x = 1\n    y = 2\n    return x\n"),
-        ("def f():\r\n    ", "\r\n", "x = 1\r\n    y = 2\r\n    return x\r\n"),
+        ("def f():\r\n    ", "\r\n", "    x = 1\n    y = 2\n    return x\n"),
+        ("def f():\r\n    ", "\r\n", "    x = 1\r\n    y = 2\r\n    return x\r\n"),
     ],
 )
 def test_what_is_streamed_is_always_the_start_of_the_final_text(prefix: str, suffix: str, raw: str) -> None:

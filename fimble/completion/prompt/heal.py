@@ -27,13 +27,17 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from fimble.completion.engine.guide import Guide
 
-__all__ = ["HealGuide", "healed_stop", "split_indent", "unheal"]
+__all__ = ["INDENT_TOKENS", "HealGuide", "healed_on_text", "healed_stop", "split_indent", "unheal"]
 
 StopCheck = Callable[[str], "tuple[str, int] | None"]
 
 # How many of the model's best next tokens the indentation is looked for among: an indentation the
 # model agrees with is among its first few; one it does not want at all (a dedent) is far down.
 BREADTH = 16
+# Tokens an indentation takes to write, given to a generation besides its answer's where the prompt
+# is not at hand to count them: Qwen2's tokenizer has single tokens for long runs of spaces and tabs,
+# so one or two.
+INDENT_TOKENS = 2
 _INDENT = re.compile(r"[ \t]+")
 
 
