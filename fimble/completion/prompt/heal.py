@@ -6,7 +6,7 @@ cursor's indentation ends in an eight-space token, which the model never saw fol
 and it then has to write ``return`` without its space: a token boundary it was not trained on.
 On the 97 indented line starts of the served evaluation's seed-3 cases (full prompt, no repository
 context), the model wrote 33 lines exactly so and 42 with the indentation left out (11 won, 2 lost;
-``bench/line_start_indent.py``); llama.vim leaves it out too (it sends a line of only whitespace as
+``bench/space_before_cursor.py``); llama.vim leaves it out too (it sends a line of only whitespace as
 an empty one).
 
 So the prompt's prefix stops at the line's start (``split_indent``), and the generation is held to
