@@ -22,7 +22,7 @@ from fimble.completion.output.postprocess import clean_completion, fit_line_star
 from fimble.completion.output.shape import analyze, resolve_language, stop_context
 from fimble.completion.output.stops import make_stop_check
 from fimble.completion.prompt.fim import PREFIX_TOKENS, SUFFIX_TOKENS, FimPrompt, build_prompt
-from fimble.completion.prompt.heal import INDENT_TOKENS, HealGuide, healed_stop, split_indent, unheal
+from fimble.completion.prompt.heal import INDENT_TOKENS, heal_guide, healed_stop, split_indent, unheal
 from fimble.completion.prompt.raw_prompt import ContextFile, RawPrompt
 
 __all__ = ["GenerationOptions", "RawPlan", "plan_request", "stop_string_hit", "stop_string_hold"]
@@ -200,7 +200,6 @@ def _plan_fim(raw: RawPrompt, opts: GenerationOptions, checks: list[StopCheck]) 
         safe = max(0, min(safe, len(text) - stop_string_hold(text, stops)))
         return text[:safe].replace("\n", ctx.newline)
 
-    guide = import_guide(choices, prefix, suffix)
     return RawPlan(
         fim=True,
         build=build,
@@ -212,7 +211,7 @@ def _plan_fim(raw: RawPrompt, opts: GenerationOptions, checks: list[StopCheck]) 
         context_files=len(raw_files),
         multiline=multiline,
         info=info,
-        guide=HealGuide(indent, guide) if indent else guide,
+        guide=heal_guide(indent, import_guide(choices, prefix, suffix)),
     )
 
 

@@ -24,7 +24,15 @@ from fimble.completion.output.postprocess import clean_completion
 from fimble.completion.output.shape import CursorSyntax, analyze, resolve_language, stop_context
 from fimble.completion.output.stops import StopContext, make_stop_check
 from fimble.completion.prompt.fim import CONTEXT_TOKENS, PREFIX_TOKENS, SUFFIX_TOKENS, FimPrompt, build_prompt
-from fimble.completion.prompt.heal import HealGuide, healed_on_text, healed_stop, split_indent, unheal
+from fimble.completion.prompt.heal import (
+    INDENT_TOKENS,
+    HealGuide,
+    heal_guide,
+    healed_on_text,
+    healed_stop,
+    split_indent,
+    unheal,
+)
 from fimble.completion.tuning import Tuning
 
 if TYPE_CHECKING:
@@ -182,14 +190,12 @@ def plan(
 def _guide(planned: Plan) -> Guide | None:
     """The guide ``planned`` decodes with: its import line's, behind its indentation's."""
     request = planned.request
-    guide = import_guide(planned.choices, request.prefix, request.suffix)
-    return HealGuide(planned.indent, guide) if planned.indent else guide
+    return heal_guide(planned.indent, import_guide(planned.choices, request.prefix, request.suffix))
 
 
-def _max_tokens(engine: Engine, planned: Plan) -> int:
+def _max_tokens(planned: Plan) -> int:
     """The request's answer length, and the tokens its indentation takes to write."""
-    extra = len(engine.tokenize(planned.indent)) if planned.indent else 0
-    return planned.request.max_tokens + extra
+    return planned.request.max_tokens + (INDENT_TOKENS if planned.indent else 0)
 
 
 def _unhealed(generation: Generation, planned: Plan, guide: Guide | None) -> Generation:
@@ -227,7 +233,7 @@ def generate(
     guide = _guide(planned)
     generation = engine.generate(
         prompt.tokens,
-        max_tokens=_max_tokens(engine, planned),
+        max_tokens=_max_tokens(planned),
         stop=healed_stop(make_stop_check(planned.stop), planned.indent),
         cancel=cancel,
         on_text=healed_on_text(on_text, planned.indent),
@@ -262,7 +268,7 @@ def generate_together(
         generation = _unhealed(generation, plans[i], guides[i])
         on_done(i, result_of(plans[i], clean_completion(generation.text, plans[i].stop), generation))
 
-    limits = [_max_tokens(engine, p) for p in plans]
+    limits = [_max_tokens(p) for p in plans]
     engine.generate_batch(
         [p.prompt.tokens for p in plans],
         max_tokens=max(limits),

@@ -7,6 +7,7 @@ import pytest
 from fimble.completion import raw_requests
 from fimble.completion.context.imports import ImportChoices
 from fimble.completion.prompt.fim import FimPrompt, FimTokens
+from fimble.completion.prompt.heal import HealGuide
 from fimble.completion.prompt.raw_prompt import RawPrompt
 from fimble.completion.raw_requests import GenerationOptions, plan_request, stop_string_hit, stop_string_hold
 from tests.fakes import FakeEngine
@@ -110,6 +111,7 @@ def test_fim_plan_leaves_the_cursor_lines_indentation_to_the_model() -> None:
     assert isinstance(tokens, FimPrompt)
     prefix = next(p for p in tokens.parts if p.kind == "prefix")
     assert "".join(map(chr, prefix.tokens[1:])).endswith("def f():\n")
+    assert isinstance(plan.guide, HealGuide) and plan.guide.inner is None
     assert plan.stop("  x") == ("indent", 0)  # one level out: not the line at the cursor
     assert plan.final("") == "" and plan.shown("   ") == ""
 

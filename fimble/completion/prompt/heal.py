@@ -14,8 +14,8 @@ begin with exactly the indentation the line has (``HealGuide``: among the model'
 best that keeps the text a prefix of the indentation, or goes on past it), which is then taken off
 (``unheal``): what the editor shows still starts at the cursor. Where the model would not write the
 line at that indentation at all (it wants a blank line, or the line one level out), none of its best
-tokens fits and the answer is empty, as before where it restated the line below. Stop rules and
-streamed text see the answer as it will be shown, after the indentation (``healed_stop``).
+tokens fits and the answer is empty. Stop rules and streamed text see the answer as it will be
+shown, after the indentation (``healed_stop``).
 """
 
 from __future__ import annotations
@@ -25,18 +25,24 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from fimble.completion.engine.config import StopCheck
     from fimble.completion.engine.guide import Guide
 
-__all__ = ["INDENT_TOKENS", "HealGuide", "healed_on_text", "healed_stop", "split_indent", "unheal"]
-
-StopCheck = Callable[[str], "tuple[str, int] | None"]
+__all__ = [
+    "INDENT_TOKENS",
+    "HealGuide",
+    "heal_guide",
+    "healed_on_text",
+    "healed_stop",
+    "split_indent",
+    "unheal",
+]
 
 # How many of the model's best next tokens the indentation is looked for among: an indentation the
 # model agrees with is among its first few; one it does not want at all (a dedent) is far down.
 BREADTH = 16
-# Tokens an indentation takes to write, given to a generation besides its answer's where the prompt
-# is not at hand to count them: Qwen2's tokenizer has single tokens for long runs of spaces and tabs,
-# so one or two.
+# Tokens an indentation takes to write, given to a generation besides its answer's: Qwen2's tokenizer
+# has single tokens for long runs of spaces and tabs, so one or two.
 INDENT_TOKENS = 2
 _INDENT = re.compile(r"[ \t]+")
 
@@ -99,6 +105,7 @@ class HealGuide:
         self.inner = inner
         self.breadth = max(BREADTH, inner.breadth if inner is not None else 0)
         self._pieces: Callable[[str], Sequence[str]] | None = None
+        self._healed = False  # the indentation is written: the choice is the inner guide's or the model's
 
     @property
     def pieces(self) -> Callable[[str], Sequence[str]] | None:
@@ -115,8 +122,6 @@ class HealGuide:
         """Past the indentation and the inner guide (if any) stepped aside: drafts may resume."""
         return self._healed and (self.inner is None or self.inner.released)
 
-    _healed = False
-
     def pick(self, text: str, ranked: Sequence[tuple[int, str, float]]) -> int:
         n = len(self.indent)
         if len(text) >= n:
@@ -132,3 +137,9 @@ class HealGuide:
 
     def fresh(self) -> HealGuide:
         return HealGuide(self.indent, None if self.inner is None else self.inner.fresh())
+
+
+def heal_guide(indent: str, inner: Guide | None) -> Guide | None:
+    """The guide a generation at a cursor with ``indent`` before it decodes with: ``inner`` (an import
+    line's, or none) behind a ``HealGuide`` where there is an indentation to write."""
+    return HealGuide(indent, inner) if indent else inner
