@@ -349,6 +349,10 @@ class Warmer:
             self._head, self._head_start = target.tokens[: target.head], target.reuse_limit
             return True  # next: save the head
         end = min(len(target.tokens), max(done, 0) + _STEP)
+        if engine.evaluation_cost(target.tokens, target.reuse_limit) < len(target.tokens) - done - _STEP:
+            # The cache holds runs of the target further on (lines the last prompt showed too):
+            # a step would drop them before they are moved into place, so go in one (cancellable) go.
+            end = len(target.tokens)
         # Through the middle token (the last) in one go, so the next request's logits come from it.
         if len(target.tokens) - end < 8:
             end = len(target.tokens)

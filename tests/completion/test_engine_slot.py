@@ -226,3 +226,23 @@ def test_batch_prompt_checks() -> None:
         check_fits([[]], 100)
     with pytest.raises(ValueError, match="n_seq_max"):
         EngineConfig(n_seq_max=1)
+
+
+def test_after_a_jump_within_a_file_its_lines_are_moved_into_place() -> None:
+    """With the model's FIM marks, a prompt whose prefix starts further down the same file takes
+    the lines both show from the cache; without them (or past ``reuse_limit`` = 0) it does not."""
+    pre, suf, mid = 900, 901, 902
+    lines = list(range(1000, 1200))
+    old = [*A, pre, *lines[:160], suf, *lines[160:170], mid]
+    new = [*A, pre, *lines[40:190], suf, *lines[190:200], mid]
+    for marks, reused in (((pre, suf), len(A) + 1 + 120), (None, len(A) + 1)):
+        kv = FakeKV()
+        s = slot(kv, fim_marks=marks)
+        s.prepare(old, kv.decode, reuse_limit=len(A))
+        assert s.evaluation_cost(new, len(A)) == len(new) - reused
+        assert s.prepare(new, kv.decode, reuse_limit=len(A)) == (reused, len(new) - reused)
+        assert s.cells == new == kv.tokens(0)
+    kv = FakeKV()
+    s = slot(kv, fim_marks=(pre, suf))
+    s.prepare(old, kv.decode)
+    assert s.prepare(new, kv.decode)[0] == len(A) + 1  # reuse_limit 0: a raw prompt, head only

@@ -49,3 +49,63 @@ def test_replaced_chunk_in_the_middle() -> None:
     assert plan.chunks == (Chunk(src=6, dst=4, n=4),)
     assert plan.missing(len(prompt)) == [2, 3, 8]
     assert plan.gaps() == [(2, 6), (10, 11)]
+
+
+# A FIM prompt: context, then PRE + the file's lines above the cursor, then SUF + suffix + MID.
+PRE, SUF, MID = 900, 901, 902
+LINES = list(range(1000, 1200))  # the file's lines, as tokens
+
+
+def fim(context: list[int], lines: list[int], suffix: list[int]) -> list[int]:
+    return [*context, PRE, *lines, SUF, *suffix, MID]
+
+
+def test_lines_above_the_cursor_move_after_a_jump_down() -> None:
+    """The prefix's first line moved 40 tokens down: the 120 lines both prompts show are moved,
+    only the new lines and the suffix are evaluated."""
+    ctx = [1, 2, 3]
+    cached = [*fim(ctx, LINES[0:160], LINES[160:170]), 5, 5]  # + generated tokens
+    prompt = fim(ctx, LINES[40:190], LINES[190:200])
+    suf = prompt.index(SUF)
+    plan = plan_reuse(
+        cached, prompt, 8, limit=3, lines_to=suf, lines_min_chunk=64, source_end=cached.index(SUF)
+    )
+    assert plan.head == 4
+    assert plan.chunks == (Chunk(src=4 + 40, dst=4, n=120),)
+    assert plan.missing(len(prompt)) == list(range(4 + 120, len(prompt)))
+
+
+def test_lines_move_right_after_a_jump_up() -> None:
+    ctx = [1, 2, 3]
+    cached = fim(ctx, LINES[40:190], LINES[190:200])
+    prompt = fim(ctx, LINES[0:150], LINES[150:160])
+    plan = plan_reuse(cached, prompt, 8, limit=3, lines_to=prompt.index(SUF), source_end=cached.index(SUF))
+    assert plan.chunks == (Chunk(src=4, dst=4 + 40, n=110),)
+
+
+def test_lines_are_never_taken_from_the_old_suffix() -> None:
+    """The cached suffix's KV remembers the old cursor: lines it shows are evaluated again."""
+    ctx = [1, 2, 3]
+    cached = fim(ctx, LINES[0:100], LINES[100:200])
+    prompt = fim(ctx, LINES[20:180], LINES[180:190])
+    suf = prompt.index(SUF)
+    bounded = plan_reuse(cached, prompt, 8, limit=3, lines_to=suf, source_end=cached.index(SUF))
+    assert bounded.chunks == (Chunk(src=4 + 20, dst=4, n=80),)
+    unbounded = plan_reuse(cached, prompt, 8, limit=3, lines_to=suf)
+    assert unbounded.reused > bounded.reused
+
+
+def test_short_runs_of_lines_are_not_moved() -> None:
+    """A run of the file's lines shorter than ``lines_min_chunk`` may be code that recurs
+    elsewhere; only the context (before ``limit``) takes short chunks."""
+    cached = fim([1, 2, 3], LINES[0:30], [7])
+    prompt = fim([1, 2, 3], [8, *LINES[0:30]], [7])
+    plan = plan_reuse(cached, prompt, 8, limit=3, lines_to=prompt.index(SUF), lines_min_chunk=64)
+    assert plan.chunks == ()
+    assert plan_reuse(cached, prompt, 8, limit=3, lines_to=prompt.index(SUF), lines_min_chunk=16).chunks
+
+
+def test_without_lines_to_the_prompt_after_the_limit_stays_put() -> None:
+    cached = fim([1, 2, 3], LINES[0:160], [7])
+    prompt = fim([1, 2, 3], LINES[40:190], [7])
+    assert plan_reuse(cached, prompt, 8, limit=3).chunks == ()

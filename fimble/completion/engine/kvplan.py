@@ -62,7 +62,14 @@ class ReusePlan:
 
 
 def plan_reuse(
-    cached: Sequence[int], prompt: Sequence[int], min_chunk: int, limit: int | None = None
+    cached: Sequence[int],
+    prompt: Sequence[int],
+    min_chunk: int,
+    limit: int | None = None,
+    *,
+    lines_to: int | None = None,
+    lines_min_chunk: int = 64,
+    source_end: int | None = None,
 ) -> ReusePlan:
     """Plan how to turn the cache holding ``cached`` into one holding ``prompt``.
 
@@ -72,28 +79,55 @@ def plan_reuse(
     whose KV was computed before a keystroke still "remembers" the old cursor (``    r|`` typed on to
     ``    return |`` completes ``eturn a + b``). ``min_chunk`` <= 0 disables chunk reuse. Greedy left
     to right: good enough for the edits typing makes, and linear in the prompt length.
+
+    ``lines_to`` lets ``prompt[limit:lines_to]`` (the file's lines above the cursor) take chunks
+    too, of at least ``lines_min_chunk`` tokens: after a jump within a file, the lines both
+    prompts show sit at other positions (the prefix's first line moved), and their KV, computed
+    from what came before them only, is still theirs; llama-server's ``--cache-reuse`` moves
+    such runs the same way. Runs that long rarely repeat by chance, so a run of code that recurs
+    elsewhere is not taken from the wrong place. ``source_end`` bounds where any chunk may come
+    from: ``cached[:source_end]`` (the old prompt's suffix and generated tokens remember the old
+    cursor).
     """
     last = len(prompt) - 1 if limit is None else min(len(prompt) - 1, limit)
     head = 0
     end = min(len(cached), len(prompt) - 1)
     while head < end and cached[head] == prompt[head]:
         head += 1
+    near_end = last
+    if lines_to is not None and limit is not None and lines_min_chunk > 0:
+        last = max(last, min(len(prompt) - 1, lines_to))
     if min_chunk <= 0 or head >= last:
         return ReusePlan(head, (), len(cached))
-    index: dict[tuple[int, ...], list[int]] = {}
-    for j in range(head, len(cached) - min_chunk + 1):
-        index.setdefault(tuple(cached[j : j + min_chunk]), []).append(j)
+    src_end = len(cached) if source_end is None else max(head, min(len(cached), source_end))
+    near = _index(cached, head, src_end, min_chunk)
+    far = _index(cached, head, src_end, lines_min_chunk) if last > near_end else {}
     chunks: list[Chunk] = []
     i, j = head, head
-    while i + min_chunk <= last:
-        found = next((p for p in index.get(tuple(prompt[i : i + min_chunk]), ()) if p >= j), None)
+    while i < last:
+        width = min_chunk if i < near_end else lines_min_chunk
+        if i + width > last:
+            if i < near_end:  # the context's end: the lines after it may still have a long run
+                i = near_end
+                continue
+            break
+        index = near if i < near_end else far
+        found = next((p for p in index.get(tuple(prompt[i : i + width]), ()) if p >= j), None)
         if found is None:
             i += 1
             continue
-        n = min_chunk
-        while i + n < last and found + n < len(cached) and cached[found + n] == prompt[i + n]:
+        n = width
+        while i + n < last and found + n < src_end and cached[found + n] == prompt[i + n]:
             n += 1
         chunks.append(Chunk(found, i, n))
         i += n
         j = found + n
     return ReusePlan(head, tuple(chunks), len(cached))
+
+
+def _index(cached: Sequence[int], start: int, end: int, width: int) -> dict[tuple[int, ...], list[int]]:
+    """Where each run of ``width`` tokens of ``cached[start:end]`` starts, in increasing order."""
+    index: dict[tuple[int, ...], list[int]] = {}
+    for j in range(start, end - width + 1):
+        index.setdefault(tuple(cached[j : j + width]), []).append(j)
+    return index

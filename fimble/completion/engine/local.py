@@ -69,6 +69,8 @@ class Engine:
                 park=PARKING_SEQ if seq == INTERACTIVE_SEQ else None,
                 reuse_min_chunk=cfg.reuse_min_chunk,
                 restore_min_gain=cfg.restore_min_gain,
+                fim_marks=(m.fim.prefix, m.fim.suffix),
+                lines_min_chunk=cfg.lines_min_chunk,
             )
             for seq in range(cfg.n_seq_max)
             if seq != PARKING_SEQ
@@ -182,8 +184,10 @@ class Engine:
         one before it was swapped) are moved into place with a position shift instead of being
         evaluated again. Their KV was computed against the old text before them: an approximation
         llama.cpp's server makes too with ``--cache-reuse``, acceptable for self-contained chunks
-        only, hence the limit (0: prefix reuse only). The last prompt token is always evaluated,
-        because its logits are needed for the first generated token.
+        only, hence the limit (0: prefix reuse only). Where ``prompt[reuse_limit]`` is the FIM
+        prefix token, longer runs of the file's lines after it may move too (``Slot.plan``): after
+        a jump within a file, the lines both prompts show. The last prompt token is always
+        evaluated, because its logits are needed for the first generated token.
         """
         if len(prompt) >= self.n_ctx:
             raise EngineError(f"prompt of {len(prompt)} tokens does not fit the context of {self.n_ctx}")

@@ -95,12 +95,18 @@ class Slot:
         park: int | None = None,
         reuse_min_chunk: int = 8,
         restore_min_gain: int = 32,
+        fim_marks: tuple[int, int] | None = None,
+        lines_min_chunk: int = 64,
     ) -> None:
         self.kv = kv
         self.seq_id = seq_id
         self.park = park
         self.cells: list[int] = []  # the tokens whose KV sits in this sequence, in position order
         self.reuse_min_chunk = reuse_min_chunk if kv.can_shift else 0
+        # The model's FIM prefix and suffix token ids: where a prompt's lines above the cursor
+        # start and end, so that they too may be moved after a jump (``plan``).
+        self.fim_marks = fim_marks
+        self.lines_min_chunk = lines_min_chunk
         self.restore_min_gain = restore_min_gain
         self.store: KVStore | None = None  # saved states on disk (``Engine.attach_store``)
         self.tokens_shifted = 0  # KV cells moved instead of evaluated, since load (for status/bench)
@@ -140,7 +146,25 @@ class Slot:
     # -- reuse ----------------------------------------------------------------------------------
 
     def plan(self, prompt: Sequence[int], reuse_limit: int = 0) -> ReusePlan:
-        return plan_reuse(self.cells, prompt, self.reuse_min_chunk, limit=reuse_limit)
+        """``reuse_limit``: see ``Engine.prepare``. Where ``prompt[reuse_limit]`` is the FIM prefix
+        token, the file's lines after it (up to the suffix token) may be moved too, taken from
+        the cached prompt's lines before its own suffix token (``plan_reuse``'s ``lines_to``)."""
+        lines_to = source_end = None
+        marks = self.fim_marks
+        if marks is not None and self.lines_min_chunk > 0 and 0 < reuse_limit < len(prompt):
+            pre, suf = marks
+            if prompt[reuse_limit] == pre:
+                lines_to = _find(prompt, suf, reuse_limit)
+                source_end = _find(self.cells, suf, 0)
+        return plan_reuse(
+            self.cells,
+            prompt,
+            self.reuse_min_chunk,
+            limit=reuse_limit,
+            lines_to=lines_to,
+            lines_min_chunk=self.lines_min_chunk,
+            source_end=source_end,
+        )
 
     def apply(self, plan: ReusePlan, prompt: Sequence[int]) -> None:
         """Drop what the plan does not keep and move reused chunks to their new positions."""
@@ -297,3 +321,11 @@ class Slot:
             return self.store.save(*snap, file_start) is not None
         self.store.save_async(*snap, file_start)
         return True
+
+
+def _find(tokens: Sequence[int], token: int, start: int) -> int:
+    """The first position of ``token`` in ``tokens`` from ``start`` on, or ``len(tokens)``."""
+    for i in range(start, len(tokens)):
+        if tokens[i] == token:
+            return i
+    return len(tokens)
