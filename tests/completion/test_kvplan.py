@@ -75,19 +75,24 @@ def test_lines_above_the_cursor_move_after_a_jump_down() -> None:
     assert plan.missing(len(prompt)) == list(range(4 + 120, len(prompt)))
 
 
-def test_lines_move_right_after_a_jump_up() -> None:
+def test_lines_never_move_right() -> None:
+    """After a jump up, or from a first prompt into the full one, the lines had less before them
+    than they now have: their KV lacks what the new prompt reads for, so they are read again."""
     ctx = [1, 2, 3]
     cached = fim(ctx, LINES[40:190], LINES[190:200])
     prompt = fim(ctx, LINES[0:150], LINES[150:160])
     plan = plan_reuse(cached, prompt, 8, limit=3, lines_to=prompt.index(SUF), source_end=cached.index(SUF))
-    assert plan.chunks == (Chunk(src=4, dst=4 + 40, n=110),)
+    assert plan.chunks == ()
+    small = fim(ctx, LINES[120:150], [7])  # a first prompt: the lines right above the cursor
+    full = fim([4, 5, 6, 7, 8, 9], LINES[40:150], [7])
+    assert plan_reuse(small, full, 8, limit=6, lines_to=full.index(SUF), lines_min_chunk=16).chunks == ()
 
 
 def test_lines_are_never_taken_from_the_old_suffix() -> None:
     """The cached suffix's KV remembers the old cursor: lines it shows are evaluated again."""
     ctx = [1, 2, 3]
     cached = fim(ctx, LINES[0:100], LINES[100:200])
-    prompt = fim(ctx, LINES[20:180], LINES[180:190])
+    prompt = fim(ctx, LINES[20:180], LINES[180:190])  # lines 20-99 move left, 100-179 are the old suffix
     suf = prompt.index(SUF)
     bounded = plan_reuse(cached, prompt, 8, limit=3, lines_to=suf, source_end=cached.index(SUF))
     assert bounded.chunks == (Chunk(src=4 + 20, dst=4, n=80),)
@@ -98,8 +103,8 @@ def test_lines_are_never_taken_from_the_old_suffix() -> None:
 def test_short_runs_of_lines_are_not_moved() -> None:
     """A run of the file's lines shorter than ``lines_min_chunk`` may be code that recurs
     elsewhere; only the context (before ``limit``) takes short chunks."""
-    cached = fim([1, 2, 3], LINES[0:30], [7])
-    prompt = fim([1, 2, 3], [8, *LINES[0:30]], [7])
+    cached = fim([1, 2, 3], [8, *LINES[0:30]], [7])
+    prompt = fim([1, 2, 3], LINES[0:30], [7])
     plan = plan_reuse(cached, prompt, 8, limit=3, lines_to=prompt.index(SUF), lines_min_chunk=64)
     assert plan.chunks == ()
     assert plan_reuse(cached, prompt, 8, limit=3, lines_to=prompt.index(SUF), lines_min_chunk=16).chunks

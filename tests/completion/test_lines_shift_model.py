@@ -1,4 +1,4 @@
-"""After a jump within a file, the real model's KV of the lines both prompts show is moved into place
+"""After a jump down a file, the real model's KV of the lines both prompts show is moved into place
 (``Slot.plan``'s lines reuse): far fewer tokens are evaluated, and the answer is the one a cold cache
 gives."""
 
@@ -50,15 +50,15 @@ def _at(text: str, function: str) -> CompletionRequest:
     )
 
 
-def test_a_jump_up_within_a_file_moves_the_lines_both_prompts_show(engine: Engine) -> None:
+def test_a_jump_down_a_file_moves_the_lines_both_prompts_show(engine: Engine) -> None:
     text = _source()
     engine.reset()
-    complete(engine, _at(text, "zulu"))  # working near the end of the file
+    complete(engine, _at(text, "victor"))
     shifted = engine.tokens_shifted
-    moved = complete(engine, _at(text, "victor"))  # 20 lines up: the prefix starts higher
+    moved = complete(engine, _at(text, "zulu"))  # 20 lines down: the prefix starts lower
     assert engine.tokens_shifted - shifted > 64
     engine.reset()
-    fresh = complete(engine, _at(text, "victor"))
+    fresh = complete(engine, _at(text, "zulu"))
     assert moved.text == fresh.text == "return value * scale"
     assert moved.generation.tokens_reused > moved.generation.tokens_evaluated
     assert moved.generation.tokens_evaluated < fresh.generation.tokens_evaluated / 2

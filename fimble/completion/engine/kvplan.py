@@ -81,13 +81,15 @@ def plan_reuse(
     to right: good enough for the edits typing makes, and linear in the prompt length.
 
     ``lines_to`` lets ``prompt[limit:lines_to]`` (the file's lines above the cursor) take chunks
-    too, of at least ``lines_min_chunk`` tokens: after a jump within a file, the lines both
-    prompts show sit at other positions (the prefix's first line moved), and their KV, computed
-    from what came before them only, is still theirs; llama-server's ``--cache-reuse`` moves
-    such runs the same way. Runs that long rarely repeat by chance, so a run of code that recurs
-    elsewhere is not taken from the wrong place. ``source_end`` bounds where any chunk may come
-    from: ``cached[:source_end]`` (the old prompt's suffix and generated tokens remember the old
-    cursor).
+    too, of at least ``lines_min_chunk`` tokens: after a jump down a file, the lines both prompts
+    show sit further left (the prefix's first line moved down), and their KV, computed from what
+    came before them only, is nearly theirs; llama-server's ``--cache-reuse`` moves such runs the
+    same way. Runs that long rarely repeat by chance, so a run of code that recurs elsewhere is not
+    taken from the wrong place. Lines only move left: their KV then saw at least as much before it
+    as it now has. Moved right, from a first prompt (a few lines and little context before them)
+    into the full prompt at the same place, the lines' KV lacked what the full prompt reads for,
+    and 14 of 31 served answers changed. ``source_end`` bounds where any chunk may come from:
+    ``cached[:source_end]`` (the old prompt's suffix and generated tokens remember the old cursor).
     """
     last = len(prompt) - 1 if limit is None else min(len(prompt) - 1, limit)
     head = 0
@@ -111,8 +113,8 @@ def plan_reuse(
                 i = near_end
                 continue
             break
-        index = near if i < near_end else far
-        found = next((p for p in index.get(tuple(prompt[i : i + width]), ()) if p >= j), None)
+        index, lowest = (near, j) if i < near_end else (far, max(j, i))
+        found = next((p for p in index.get(tuple(prompt[i : i + width]), ()) if p >= lowest), None)
         if found is None:
             i += 1
             continue
