@@ -10,6 +10,10 @@ completed twice, greedy, Qwen2.5-Coder-1.5B:
   (``Slot.plan``'s lines reuse) and evaluates the rest;
 * ``fresh``: from an empty cache, every token evaluated.
 
+Since eb5b1d8 lines only move left (``kvplan.plan_reuse``), so a positive ``--jump`` (the other
+place below: the prefix now starts higher) moves nothing and both ways agree;
+``bench/results/lines_shift.json`` was measured with 6659ade's engine, which moved them both ways.
+
 Each row keeps both answers' first lines, exact match against what the file had, and the tokens
 evaluated. The summary counts identical answers, exact matches each way with a two-sided sign test,
 and the tokens evaluated: what moving spares, and what its approximation (KV computed after other
