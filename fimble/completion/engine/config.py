@@ -36,7 +36,7 @@ class EngineConfig:
     n_batch: int = 512
     threads: int = 0  # 0 = physical cores
     reuse_min_chunk: int = 8  # shortest cached run worth moving instead of evaluating; 0 = prefix only
-    # Shortest run of the file's lines above the cursor moved after a jump within the file (a FIM
+    # Shortest run of the file's lines above the cursor moved after a jump down the file (a FIM
     # prompt's prefix; ``kvplan.plan_reuse``'s ``lines_min_chunk``); 0 = never move them.
     lines_min_chunk: int = 64
     abort_min_tokens: int = 64  # shorter prompt evaluations run to the end when cancelled (not background)

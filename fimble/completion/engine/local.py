@@ -185,8 +185,8 @@ class Engine:
         evaluated again. Their KV was computed against the old text before them: an approximation
         llama.cpp's server makes too with ``--cache-reuse``, acceptable for self-contained chunks
         only, hence the limit (0: prefix reuse only). Where ``prompt[reuse_limit]`` is the FIM
-        prefix token, longer runs of the file's lines after it may move too (``Slot.plan``): after
-        a jump within a file, the lines both prompts show. The last prompt token is always
+        prefix token, longer runs of the file's lines after it may move left too (``Slot.plan``):
+        after a jump down a file, the lines both prompts show. The last prompt token is always
         evaluated, because its logits are needed for the first generated token.
         """
         if len(prompt) >= self.n_ctx:

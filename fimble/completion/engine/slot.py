@@ -104,7 +104,7 @@ class Slot:
         self.cells: list[int] = []  # the tokens whose KV sits in this sequence, in position order
         self.reuse_min_chunk = reuse_min_chunk if kv.can_shift else 0
         # The model's FIM prefix and suffix token ids: where a prompt's lines above the cursor
-        # start and end, so that they too may be moved after a jump (``plan``).
+        # start and end, so that they too may be moved after a jump down (``plan``).
         self.fim_marks = fim_marks
         self.lines_min_chunk = lines_min_chunk
         self.restore_min_gain = restore_min_gain
@@ -147,7 +147,7 @@ class Slot:
 
     def plan(self, prompt: Sequence[int], reuse_limit: int = 0) -> ReusePlan:
         """``reuse_limit``: see ``Engine.prepare``. Where ``prompt[reuse_limit]`` is the FIM prefix
-        token, the file's lines after it (up to the suffix token) may be moved too, taken from
+        token, the file's lines after it (up to the suffix token) may be moved left too, taken from
         the cached prompt's lines before its own suffix token (``plan_reuse``'s ``lines_to``)."""
         lines_to = source_end = None
         marks = self.fim_marks
