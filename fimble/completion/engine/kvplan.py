@@ -102,7 +102,7 @@ def plan_reuse(
     if min_chunk <= 0 or head >= last:
         return ReusePlan(head, (), len(cached))
     src_end = len(cached) if source_end is None else max(head, min(len(cached), source_end))
-    near = _index(cached, head, src_end, min_chunk)
+    near = _index(cached, head, src_end, min_chunk) if head < near_end else {}
     far = _index(cached, head, src_end, lines_min_chunk) if last > near_end else {}
     chunks: list[Chunk] = []
     i, j = head, head

@@ -325,7 +325,7 @@ class Slot:
 
 def _find(tokens: Sequence[int], token: int, start: int) -> int:
     """The first position of ``token`` in ``tokens`` from ``start`` on, or ``len(tokens)``."""
-    for i in range(start, len(tokens)):
-        if tokens[i] == token:
-            return i
-    return len(tokens)
+    try:
+        return tokens.index(token, start)
+    except ValueError:
+        return len(tokens)
