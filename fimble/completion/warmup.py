@@ -1,23 +1,24 @@
 """A good first suggestion in a cold region, the full prompt evaluated while the user is idle.
 
 A full prompt (~1,000 tokens) costs ~9 s to evaluate on a 2-core CPU the first time the cursor lands
-in a region the KV cache does not hold. So when a request would evaluate more than the first prompt's
-budget, the ``Warmer`` answers it from a first prompt: the full prompt's layout (repository context,
-lines above and below the cursor) with every budget scaled down to at least ``first_tokens`` tokens,
-more where the measured speed reads more within ``first_ms``, and remembers the full prompt. The
-floor is there for quality: a prompt sized to a latency target alone was ~60-120 tokens on 2 cores,
-no context, and its answers were right at 9% of cold line starts (beside 44% for llama-server reading
-its whole window). On 160 lines of three projects (``bench/results/first_prompt.json``) 160 tokens
-matched 39%, 310-450 tokens 45%, the full ~890 tokens 54%: 384 is the knee. When the engine worker
-has nothing to do it evaluates the full prompt with no generation (llama.vim's ``n_predict: 0``
-warm-up), in steps of ``_STEP`` tokens so that a keystroke stops it within one step; progress is
-saved to the KV state store before the keystroke's first prompt overwrites the cache, and read back
-when warming resumes. Once warm, requests use the full prompt again, at a few tokens each.
+in a region the KV cache does not hold. So when a request would evaluate more than the first
+prompt's budget, the ``Warmer`` answers it from a first prompt: the local window around the cursor
+(the lines below it, then above; repository context only if room is left, ``first_budgets``) in at
+least ``first_tokens`` tokens, more where the measured speed reads more within ``first_ms``, and
+remembers the full prompt. The floor is there for quality: a prompt sized to a latency target alone
+was ~60-120 tokens on 2 cores, and its answers were right at 9% of cold line starts (beside 44% for
+llama-server reading its whole window). On 160 lines of three projects
+(``bench/results/first_prompt.json``) 160 tokens matched 39%, 310-450 tokens 45%, the full ~890
+tokens 54%: 384 is the knee. When the engine worker has nothing to do it evaluates the full prompt
+with no generation (llama.vim's ``n_predict: 0`` warm-up), in steps of ``_STEP`` tokens so that a
+keystroke stops it within one step; progress is saved to the KV state store before the keystroke's
+first prompt overwrites the cache, and read back when warming resumes. Once warm, requests use the
+full prompt again, at a few tokens each.
 
 Idle time is also when the stable head of the last full prompt (context + file prefix) is saved to
 the store, so that coming back to the file, or restarting the server, reads it back.
 
-A first prompt's head (context, path and the lines above the cursor) is kept too: saved when the
+A first prompt's head (path and the lines above the cursor) is kept too: saved when the
 engine leaves it, for the warm-up or another file, and its start line is remembered per file (beside
 the states on disk, ``starts.py``, so also after a restart). Back in the file a few lines further
 down, the first prompt starts at that line again, so the saved head is read back and only the new
@@ -113,14 +114,17 @@ class Rebuild(Protocol):
 
 
 def first_budgets(total: int, prefix: int, suffix: int, context: int) -> tuple[int, int, int]:
-    """Prefix, suffix and context budgets of a first prompt of about ``total`` tokens, shared as
-    the full prompt's budgets share theirs (its layout, smaller): a cold answer keeps the
-    repository context and the lines below the cursor that the full prompt would show first."""
-    whole = prefix + suffix + context
-    if whole <= total or whole <= 0:
+    """Prefix, suffix and context budgets of a first prompt of about ``total`` tokens: the local
+    window first (the lines below the cursor, up to a third of it, then the lines above), repository
+    context only with what is left. The lines below tell a line start what it must lead to; context
+    squeezed into a third of 384 tokens did not help. On 130 lines of three projects
+    (``bench/results/first_prompt_layout.json``) this layout (256 / 128 / 0) matched 65 where the
+    full prompt's layout scaled down (256 / 42 / 85) matched 58, cross-file lines 33 against 30."""
+    if prefix + suffix + context <= total or total <= 0:
         return prefix, suffix, context
-    scale = total / whole
-    return max(16, int(prefix * scale)), int(suffix * scale), int(context * scale)
+    below = min(suffix, total // 3)
+    above = max(16, min(prefix, total - below))
+    return above, below, max(0, min(context, total - below - above))
 
 
 class Warmer:

@@ -11,7 +11,7 @@ from fimble.completion import warmup
 from fimble.completion.engine.cancel import CancelToken
 from fimble.completion.engine.kvstore import KVStore
 from fimble.completion.prompt.fim import FimPrompt, PromptPart
-from fimble.completion.warmup import Warmer, WarmupConfig
+from fimble.completion.warmup import Warmer, WarmupConfig, first_budgets
 from fimble.errors import Cancelled
 
 
@@ -93,8 +93,8 @@ def test_a_cheap_prompt_is_used_as_is() -> None:
 
 
 def test_a_cold_large_prompt_gets_a_first_prompt_and_warms_up_when_idle() -> None:
-    """The first prompt is the full prompt's layout at ``first_tokens`` (384): every budget scaled
-    by the same factor, so it keeps repository context and the lines below the cursor."""
+    """The first prompt is the local window at ``first_tokens`` (384): the suffix's whole budget
+    (up to a third), the prefix the rest, no room left for repository context."""
     engine, warmer = FakeEngine(), Warmer()
     full = _prompt(400, 1200, 64)
     budgets: list[tuple[int, int, int]] = []
@@ -107,7 +107,7 @@ def test_a_cold_large_prompt_gets_a_first_prompt_and_warms_up_when_idle() -> Non
     given = {"prefix_budget": 768, "suffix_budget": 128, "context_budget": 256}
     chosen = warmer.choose(engine, full, rebuild, **given)  # type: ignore[arg-type]
     assert chosen is small and warmer.first_prompts == 1
-    assert budgets[-1] == (256, 42, 85)  # a third of 768 / 128 / 256
+    assert budgets[-1] == (256, 128, 0)
     engine.cached = list(small.tokens)  # the small prompt was answered
     steps = 0
     while warmer.idle(engine, CancelToken()):  # type: ignore[arg-type]
@@ -298,3 +298,11 @@ def test_a_small_head_chosen_but_never_evaluated_saves_what_the_cache_holds() ->
     b = _small(8, range(3000, 3060), 32, 40, base=90_000)
     warmer.choose(engine, _prompt(400, 1200, 64, base=50_000), lambda p, s, c, start=None: b, key="b.py")  # type: ignore[arg-type]
     assert engine.saved == [8 + 1 + 59]  # path, prefix token, the 59 lines both share
+
+
+def test_a_first_prompt_is_the_local_window_with_context_only_in_what_is_left() -> None:
+    assert first_budgets(384, 768, 128, 256) == (256, 128, 0)
+    assert first_budgets(384, 768, 512, 256) == (256, 128, 0)  # the lines below: a third at most
+    assert first_budgets(384, 128, 32, 1024) == (128, 32, 224)  # a short prefix leaves room for context
+    assert first_budgets(2048, 768, 128, 256) == (768, 128, 256)  # the full prompt fits as it is
+    assert first_budgets(40, 768, 128, 256) == (27, 13, 0)
