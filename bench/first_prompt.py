@@ -12,6 +12,9 @@ the same lines (lines won and lost), and writes one JSON file::
         --prefix-tokens $1 --suffix-tokens $2 --context-tokens $3 --out runs/requests_$1_$2_$3
     done   # and flask==3.0.3 (-n 60), rxjs 7.8.1's src/ (--language typescript -n 40)
     python bench/first_prompt.py runs/* --out bench/results/first_prompt.json
+
+``--against P,S,C`` pairs each run with another budget set's run instead of the full prompt's (a
+layout against the one it would replace: ``bench/results/first_prompt_layout.json``).
 """
 
 from __future__ import annotations
@@ -68,17 +71,26 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def pool(folders: list[Path]) -> dict[str, Any]:
+def _paired(table: list[dict[str, Any]], budgets: tuple[int, int, int], label: str) -> dict[str, Any]:
+    """The runs' won / lost against the paired budget set, summed over sources."""
+    pairs = [e[label] for e in table if tuple(e["budgets"]) == budgets and label in e]
+    if not pairs:
+        return {}
+    return {label: {k: sum(p[k] for p in pairs) for k in ("lines", "won", "lost")}}
+
+
+def pool(folders: list[Path], against: tuple[int, int, int] = FULL) -> dict[str, Any]:
     runs = [load(f) for f in folders]
-    full = {source: rows for budgets, source, rows in runs if budgets == FULL}
+    full = {source: rows for budgets, source, rows in runs if budgets == against}
+    label = "against_full" if against == FULL else "against_" + "_".join(map(str, against))
     per_budget: dict[tuple[int, int, int], list[dict[str, Any]]] = defaultdict(list)
     table: list[dict[str, Any]] = []
     for budgets, source, rows in runs:
         per_budget[budgets].extend(rows.values())
         entry = {"source": source, "budgets": list(budgets), **_summary(list(rows.values()))}
-        if source in full and budgets != FULL:
+        if source in full and budgets != against:
             both = sorted(set(rows) & set(full[source]))
-            entry["against_full"] = {
+            entry[label] = {
                 "lines": len(both),
                 "won": sum(1 for i in both if rows[i]["exact"] and not full[source][i]["exact"]),
                 "lost": sum(1 for i in both if full[source][i]["exact"] and not rows[i]["exact"]),
@@ -89,6 +101,7 @@ def pool(folders: list[Path]) -> dict[str, Any]:
             "budgets": list(b),
             "sources": sorted({e["source"] for e in table if tuple(e["budgets"]) == b}),
             **_summary(rows),
+            **_paired(table, b, label),
         }
         for b, rows in sorted(per_budget.items(), key=lambda kv: sum(kv[0]))
     ]
@@ -99,14 +112,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path, help="folders of `fimble eval --mode ceiling` runs")
     parser.add_argument("--out", type=Path, default=_ROOT / "bench" / "results" / "first_prompt.json")
+    parser.add_argument(
+        "--against",
+        default=",".join(map(str, FULL)),
+        help="prefix,suffix,context budgets each run is paired with (won / lost); default the full prompt's",
+    )
     args = parser.parse_args(argv)
+    against = tuple(int(x) for x in args.against.split(","))
+    if len(against) != 3:
+        parser.error("--against takes three budgets: prefix,suffix,context")
     first = json.loads((args.runs[0] / "eval.json").read_text(encoding="utf-8"))["meta"]
     result = {
         "bench": "first prompt: exact match against prompt size (ceiling runs, context on, no deadline)",
         "model": "qwen2.5-coder-1.5b",
         "machine": first.get("machine"),
         "started": first.get("started"),
-        **pool(args.runs),
+        **pool(args.runs, against),  # type: ignore[arg-type]
     }
     args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     for row in result["pooled"]:
