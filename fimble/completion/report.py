@@ -54,7 +54,7 @@ def explanation(result: CompletionResult) -> dict[str, Any]:
         **generation_stats(gen),
         "multiline": result.multiline,
         "shape": result.shape,
-        # From a first prompt (a cold place: the full prompt's layout, smaller): shown, not cached.
+        # From a first prompt (a cold place: the local window, smaller): shown, not cached.
         "provisional": result.provisional,
         "chars": len(result.text),
         "lines": explanation_lines(result),

@@ -93,7 +93,7 @@ class CompletionResult:
     generation: Generation
     parts: tuple[PartSummary, ...]
     shape: str = ""  # why one line or a block: the syntax at the cursor, or the multiline setting
-    # Answered from a first prompt (a cold place: the full prompt's layout with smaller budgets):
+    # Answered from a first prompt (a cold place: a smaller local window):
     # shown, but not the answer at this place for later requests, which the full prompt gives once warm.
     provisional: bool = False
 

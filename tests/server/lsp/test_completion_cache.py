@@ -171,3 +171,26 @@ async def test_an_invoked_request_past_its_deadline_shows_what_the_small_prompt_
         assert insert_texts(asked) == auto
     finally:
         await stop(client)
+
+
+async def test_a_cold_places_first_prompt_is_the_local_window(tmp_path: Path) -> None:
+    """A cold place's first prompt gives the lines below the cursor their whole budget (128 tokens
+    by default, a third of 384) and the rest to the lines above: no other file's snippets, which
+    did not help in so few tokens (``first_budgets``)."""
+    text = COLD_TEXT + "".join(_HELPER.format(i) for i in range(40, 80))
+    client = await start(["-m", model_path()], env(tmp_path / "home"), options=COLD_OPTIONS)
+    try:
+        assert (await wait_model(client))["model"]["state"] == "ready"
+        uri = (tmp_path / "ws" / "stats.py").as_uri()
+        open_doc(client, uri, text)
+        line = text.count("\n", 0, text.index("    return \n"))
+        await client.text_document_inline_completion_async(inline_params(uri, line, COL, invoked=False))
+        st = await status(client)
+        explain = st["last"]["explain"]  # type: ignore[index]
+        assert explain["provisional"], st["last"]
+        tokens = {p["kind"]: p["tokens"] for p in explain["parts"]}
+        assert "context" not in tokens, explain["parts"]
+        assert 90 <= tokens["suffix"] <= 140, explain["parts"]  # whole lines in 128 tokens, not in 42
+        assert tokens["prefix"] >= 200, explain["parts"]
+    finally:
+        await stop(client)
