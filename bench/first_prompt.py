@@ -81,19 +81,19 @@ def _paired(table: list[dict[str, Any]], budgets: tuple[int, int, int], label: s
 
 def pool(folders: list[Path], against: tuple[int, int, int] = FULL) -> dict[str, Any]:
     runs = [load(f) for f in folders]
-    full = {source: rows for budgets, source, rows in runs if budgets == against}
+    base = {source: rows for budgets, source, rows in runs if budgets == against}
     label = "against_full" if against == FULL else "against_" + "_".join(map(str, against))
     per_budget: dict[tuple[int, int, int], list[dict[str, Any]]] = defaultdict(list)
     table: list[dict[str, Any]] = []
     for budgets, source, rows in runs:
         per_budget[budgets].extend(rows.values())
         entry = {"source": source, "budgets": list(budgets), **_summary(list(rows.values()))}
-        if source in full and budgets != against:
-            both = sorted(set(rows) & set(full[source]))
+        if source in base and budgets != against:
+            both = sorted(set(rows) & set(base[source]))
             entry[label] = {
                 "lines": len(both),
-                "won": sum(1 for i in both if rows[i]["exact"] and not full[source][i]["exact"]),
-                "lost": sum(1 for i in both if full[source][i]["exact"] and not rows[i]["exact"]),
+                "won": sum(1 for i in both if rows[i]["exact"] and not base[source][i]["exact"]),
+                "lost": sum(1 for i in both if base[source][i]["exact"] and not rows[i]["exact"]),
             }
         table.append(entry)
     pooled = [
@@ -118,16 +118,18 @@ def main(argv: list[str] | None = None) -> int:
         help="prefix,suffix,context budgets each run is paired with (won / lost); default the full prompt's",
     )
     args = parser.parse_args(argv)
-    against = tuple(int(x) for x in args.against.split(","))
-    if len(against) != 3:
+    try:
+        prefix, suffix, context = (int(x) for x in args.against.split(","))
+    except ValueError:
         parser.error("--against takes three budgets: prefix,suffix,context")
+    against = (prefix, suffix, context)
     first = json.loads((args.runs[0] / "eval.json").read_text(encoding="utf-8"))["meta"]
     result = {
         "bench": "first prompt: exact match against prompt size (ceiling runs, context on, no deadline)",
         "model": "qwen2.5-coder-1.5b",
         "machine": first.get("machine"),
         "started": first.get("started"),
-        **pool(args.runs, against),  # type: ignore[arg-type]
+        **pool(args.runs, against),
     }
     args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     for row in result["pooled"]:

@@ -176,21 +176,36 @@ async def test_an_invoked_request_past_its_deadline_shows_what_the_small_prompt_
 async def test_a_cold_places_first_prompt_is_the_local_window(tmp_path: Path) -> None:
     """A cold place's first prompt gives the lines below the cursor their whole budget (128 tokens
     by default, a third of 384) and the rest to the lines above: no other file's snippets, which
-    did not help in so few tokens (``first_budgets``)."""
+    did not help in so few tokens (``first_budgets``), although the full prompt there has one."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
     text = COLD_TEXT + "".join(_HELPER.format(i) for i in range(40, 80))
-    client = await start(["-m", model_path()], env(tmp_path / "home"), options=COLD_OPTIONS)
+    (workspace / "stats.py").write_text(text)
+    other = "def scale(xs, k):\n    return [x * k for x in xs]\n"
+    (workspace / "other.py").write_text(other)
+    client = await start(["-m", model_path()], env(tmp_path / "home"), options=COLD_OPTIONS, root=workspace)
     try:
         assert (await wait_model(client))["model"]["state"] == "ready"
-        uri = (tmp_path / "ws" / "stats.py").as_uri()
+        other_uri = (workspace / "other.py").as_uri()
+        open_doc(client, other_uri, other)  # a region visited in another file: context for stats.py
+        await client.text_document_inline_completion_async(inline_params(other_uri, 1, 4, invoked=False))
+        uri = (workspace / "stats.py").as_uri()
         open_doc(client, uri, text)
         line = text.count("\n", 0, text.index("    return \n"))
-        await client.text_document_inline_completion_async(inline_params(uri, line, COL, invoked=False))
-        st = await status(client)
-        explain = st["last"]["explain"]  # type: ignore[index]
-        assert explain["provisional"], st["last"]
-        tokens = {p["kind"]: p["tokens"] for p in explain["parts"]}
-        assert "context" not in tokens, explain["parts"]
-        assert 90 <= tokens["suffix"] <= 140, explain["parts"]  # whole lines in 128 tokens, not in 42
-        assert tokens["prefix"] >= 200, explain["parts"]
+
+        async def parts(invoked: bool) -> dict[str, int]:
+            await client.text_document_inline_completion_async(inline_params(uri, line, COL, invoked=invoked))
+            explain = (await status(client))["last"]["explain"]  # type: ignore[index]
+            assert explain["provisional"] is not invoked, explain  # automatic: the first prompt
+            out: dict[str, int] = {}
+            for p in explain["parts"]:
+                out[p["kind"]] = out.get(p["kind"], 0) + p["tokens"]
+            return out
+
+        first = await parts(invoked=False)
+        assert "context" not in first, first
+        assert 90 <= first["suffix"] <= 140, first  # whole lines in 128 tokens, not in 42
+        assert first["prefix"] >= 200, first
+        assert "context" in await parts(invoked=True)  # the full prompt: the other file's region
     finally:
         await stop(client)
