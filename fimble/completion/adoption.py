@@ -213,6 +213,30 @@ class Flights:
                 return False
             return flight.running and not flight.finished and not whole_lines(flight.produced)
 
+    def lines_so_far(self, job: Job[Any], request: CompletionRequest) -> CompletionResult | None:
+        """The finished lines of the block ``job``'s generation is writing, for a caller that takes
+        them instead of waiting for the rest, or None (not a block, no whole line yet).
+
+        The generation runs on (``keep_alive``): its end fills the type-ahead and the completion
+        cache, so accepting a line and asking again, or typing on, finds the rest without the
+        model, as for a request that joined the block late (``_answer_early``). Nobody waits for
+        it any more, so a request in another document stops it (``drop_orphans``)."""
+        with self._lock:
+            flight = self._answering(job)
+            if flight is None or not flight.running or flight.finished or not flight.multiline:
+                return None
+            typed = next((t for j, t, _r in flight.adopters if j is job), "")
+            produced = flight.produced
+            if not produced.startswith(typed) or not (lines := whole_lines(produced[len(typed) :])):
+                return None
+        if not (text := clean_for(request, lines)):
+            return None
+        with self._lock:
+            flight.keep_alive = True
+        job.cancel.cancel("answered early")
+        self._stats.answered(request.path, EARLY_LINES)
+        return CompletionResult(text, True, Generation(text, (), EARLY_LINES, 0, 0, 0, 0.0, 0.0), ())
+
     def detach(self, job: Job[Any]) -> bool:
         """The caller of ``job`` stops waiting (its deadline passed). Returns True when it should
         return nothing at once: the model is still reading the prompt, and that reading runs on

@@ -328,6 +328,10 @@ class Completer:
         """Whether the generation answering ``job`` has nothing to show yet (``Flights``)."""
         return self.flights.nothing_to_show(job)
 
+    def lines_so_far(self, job: Job[Any], request: CompletionRequest) -> CompletionResult | None:
+        """The finished lines of the block ``job``'s generation is writing (``Flights.lines_so_far``)."""
+        return self.flights.lines_so_far(job, request)
+
     def detach(self, job: Job[Any]) -> bool:
         """The caller of ``job`` stops waiting at its deadline (``Flights.detach``)."""
         return self.flights.detach(job)

@@ -142,6 +142,9 @@ class SharedCompleter:
     def nothing_to_show(self, job: Job[Any]) -> bool:
         return self._current.nothing_to_show(job)
 
+    def lines_so_far(self, job: Job[Any], request: CompletionRequest) -> CompletionResult | None:
+        return self._current.lines_so_far(job, request)
+
     def provisional(self, request: CompletionRequest) -> Cached | None:
         return self._current.provisional(request)
 

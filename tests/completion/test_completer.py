@@ -500,6 +500,43 @@ def test_lines_taken_early_are_cleaned_like_the_final_text() -> None:
     completer.close()
 
 
+def test_the_request_writing_a_block_can_take_its_finished_lines_and_leave_it_running() -> None:
+    """What a request past ``firstSuggestionMs`` takes (``lines_so_far``): the whole lines so far,
+    cleaned; the block is written on and then answers the next keystrokes without the model."""
+    engine = StreamingEngine("    a = 1\n    b = 2\n    c = 3")
+    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    asked = block("def f():\n")
+    job = completer.submit(asked, key="doc")
+    engine.step.release(len("    a"))
+    _wait(lambda: _flight(completer, "doc").produced == "    a")
+    assert completer.lines_so_far(job, asked) is None  # the first line is unfinished
+    engine.step.release(len(" = 1\n    b"))
+    _wait(lambda: _flight(completer, "doc").produced == "    a = 1\n    b")
+    early = completer.lines_so_far(job, asked)
+    assert early is not None and early.text == "    a = 1" and early.stop_reason == "adopted_lines"
+    engine.step.release(100)  # nobody waits for the block now, and it is not stopped
+    assert job.future.result(5).text == "    a = 1\n    b = 2\n    c = 3"
+    rest = completer.submit(block("def f():\n    a = 1\n"), key="doc")
+    assert rest.future.result(0).text == "    b = 2\n    c = 3"
+    assert rest.future.result().stop_reason == "typed_through" and engine.calls == 1
+    completer.close()
+
+
+def test_a_block_answered_early_stops_for_a_request_in_another_document() -> None:
+    engine = StreamingEngine("    a = 1\n    b = 2\n    c = 3")
+    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    asked = block("def f():\n")
+    job = completer.submit(asked, key="doc")
+    engine.step.release(len("    a = 1\n"))
+    _wait(lambda: _flight(completer, "doc").produced == "    a = 1\n")
+    assert completer.lines_so_far(job, asked) is not None
+    other = completer.submit(request("xs."), key="other")
+    engine.step.release(100)
+    assert job.future.result(5).stop_reason == "cancelled"
+    assert other.future.result(5).text
+    completer.close()
+
+
 def test_a_one_line_generation_is_never_answered_early() -> None:
     engine = StreamingEngine("append(x)\n")
     completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]

@@ -192,6 +192,57 @@ async def test_deadline_with_no_whole_line_is_empty() -> None:
     assert await task is None
 
 
+class BlockStub(StubCompleter):
+    """A block being written: ``lines`` are its finished lines once the test sets them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: str | None = None
+        self.asked: list[CompletionRequest] = []
+
+    def lines_so_far(self, job: Job[Any], request: CompletionRequest) -> CompletionResult | None:
+        self.asked.append(request)
+        return None if self.lines is None else _result(self.lines, stop="adopted_lines")
+
+
+async def test_past_the_first_suggestion_time_a_block_shows_its_finished_lines() -> None:
+    stub = BlockStub()
+    s = _suggester(stub)
+    settings = Settings(first_suggestion_ms=20, deadline_ms=60_000)
+    task = asyncio.ensure_future(s.suggest(Query("u", "def f():\n    ", 13), settings))
+    await _until(lambda: stub.asked)  # past firstSuggestionMs: it looks, nothing whole yet
+    assert not task.done()
+    stub.lines = "x = 1\n    y = 2"
+    suggestion = await asyncio.wait_for(task, 5)
+    assert suggestion is not None and suggestion.partial and suggestion.text == "x = 1\n    y = 2"
+    assert s.last["early_lines"] and not stub.jobs[0][1].cancel.cancelled  # written on
+
+
+async def test_a_block_done_before_the_first_suggestion_time_is_shown_whole() -> None:
+    stub = BlockStub()
+    stub.lines = "x = 1"
+    s = _suggester(stub)
+    task = asyncio.ensure_future(s.suggest(Query("u", "x", 1), Settings(first_suggestion_ms=60_000)))
+    await _until(lambda: stub.jobs)
+    stub.jobs[0][1].future.set_result(_result("x = 1\ny = 2"))
+    suggestion = await task
+    assert suggestion is not None and suggestion.text == "x = 1\ny = 2" and not suggestion.partial
+    assert not stub.asked
+
+
+async def test_an_invoked_request_waits_for_the_whole_block() -> None:
+    stub = BlockStub()
+    stub.lines = "x = 1"
+    s = _suggester(stub)
+    settings = Settings(first_suggestion_ms=0, deadline_ms=60_000)
+    task = asyncio.ensure_future(s.suggest(Query("u", "x", 1, invoked=True), settings))
+    await _until(lambda: stub.jobs)
+    await asyncio.sleep(0.1)
+    assert not task.done() and not stub.asked
+    stub.jobs[0][1].future.set_result(_result("x = 1\ny = 2"))
+    assert (await task).text == "x = 1\ny = 2"  # type: ignore[union-attr]
+
+
 async def test_client_cancel_stops_the_job_and_propagates() -> None:
     stub = StubCompleter()
     s = _suggester(stub)
