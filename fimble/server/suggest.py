@@ -159,7 +159,9 @@ class Suggester:
                 release()
         # An automatic request past ``firstSuggestionMs`` takes a block's finished lines rather than
         # wait (up to the deadline) for the rest; the block is written on for the next keystroke.
-        early_at = None if query.invoked else received + settings.first_suggestion_ms / 1000
+        # (0: no latency target, as for the first prompt.)
+        early_ms = settings.first_suggestion_ms
+        early_at = received + early_ms / 1000 if early_ms and not query.invoked else None
         result = await self._await(job, deadline, prompt_wait, timeline, early=(early_at, request))
         last = self.completer.last
         timeline["engine"] = generation_stats(result.generation) if result is not None else dict(last)

@@ -230,12 +230,15 @@ async def test_a_block_done_before_the_first_suggestion_time_is_shown_whole() ->
     assert not stub.asked
 
 
-async def test_an_invoked_request_waits_for_the_whole_block() -> None:
+@pytest.mark.parametrize(("invoked", "first_ms"), [(True, 1), (False, 0)])
+async def test_an_invoked_request_or_no_latency_target_waits_for_the_whole_block(
+    invoked: bool, first_ms: int
+) -> None:
     stub = BlockStub()
     stub.lines = "x = 1"
     s = _suggester(stub)
-    settings = Settings(first_suggestion_ms=0, deadline_ms=60_000)
-    task = asyncio.ensure_future(s.suggest(Query("u", "x", 1, invoked=True), settings))
+    settings = Settings(first_suggestion_ms=first_ms, deadline_ms=60_000)
+    task = asyncio.ensure_future(s.suggest(Query("u", "x", 1, invoked=invoked), settings))
     await _until(lambda: stub.jobs)
     await asyncio.sleep(0.1)
     assert not task.done() and not stub.asked

@@ -28,8 +28,8 @@ pytestmark = [pytest.mark.model, pytest.mark.asyncio]
 HEAD = 'def report(values):\n    """Print the count, the total, the mean and the largest of values."""\n'
 TEXT = HEAD + "    \n"
 LINE, COL = 2, 4
-# firstSuggestionMs 0: lines are taken as soon as the block has one (the default waits 1.6 s first).
-OPTIONS = {**MODEL_OPTIONS, "maxTokens": 64, "firstSuggestionMs": 0}
+# Lines are taken as soon as the block has one past 1 ms (by default past 1.6 s).
+OPTIONS = {**MODEL_OPTIONS, "maxTokens": 64, "firstSuggestionMs": 1}
 
 
 async def _ask(client: LanguageClient, uri: str, line: int, col: int) -> list[str]:
