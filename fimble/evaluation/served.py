@@ -146,6 +146,7 @@ def _slim(last: Mapping[str, Any]) -> dict[str, Any]:
         ],
         "shape": explain.get("shape"),
         "deadline_hit": bool(last.get("deadline_hit")),
+        "early_lines": bool(last.get("early_lines")),  # a block's first lines, past firstSuggestionMs
         "total_ms": last.get("total_ms"),
     }
 
