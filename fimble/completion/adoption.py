@@ -215,7 +215,9 @@ class Flights:
 
     def lines_so_far(self, job: Job[Any], request: CompletionRequest) -> CompletionResult | None:
         """The finished lines of the block ``job``'s generation is writing, for a caller that takes
-        them instead of waiting for the rest, or None (not a block, no whole line yet).
+        them instead of waiting for the rest, or None (no whole line yet). A one-line request's
+        generation goes past its first line while a statement is open (``constructor() {``, a
+        call over several lines): that counts as a block here.
 
         The generation runs on (``keep_alive``): its end fills the type-ahead and the completion
         cache, so accepting a line and asking again, or typing on, finds the rest without the
@@ -223,7 +225,7 @@ class Flights:
         it any more, so a request in another document stops it (``drop_orphans``)."""
         with self._lock:
             flight = self._answering(job)
-            if flight is None or not flight.running or flight.finished or not flight.multiline:
+            if flight is None or not flight.running or flight.finished:
                 return None
             typed = next((t for j, t, _r in flight.adopters if j is job), "")
             produced = flight.produced
@@ -235,7 +237,8 @@ class Flights:
             flight.keep_alive = True
         job.cancel.cancel("answered early")
         self._stats.answered(request.path, EARLY_LINES)
-        return CompletionResult(text, True, Generation(text, (), EARLY_LINES, 0, 0, 0, 0.0, 0.0), ())
+        gen = Generation(text, (), EARLY_LINES, 0, 0, 0, 0.0, 0.0)
+        return CompletionResult(text, flight.multiline, gen, ())
 
     def detach(self, job: Job[Any]) -> bool:
         """The caller of ``job`` stops waiting (its deadline passed). Returns True when it should

@@ -522,6 +522,22 @@ def test_the_request_writing_a_block_can_take_its_finished_lines_and_leave_it_ru
     completer.close()
 
 
+def test_a_one_line_request_whose_statement_goes_on_can_take_its_first_line() -> None:
+    """``constructor() {`` at a line start asked for one line: the generation writes on until the
+    brace closes (up to 12 lines), and its first line is whole long before that."""
+    engine = StreamingEngine("append(\n    x,\n)\n")
+    completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
+    asked = request("xs.")
+    job = completer.submit(asked, key="doc")
+    engine.step.release(len("append(\n  "))
+    _wait(lambda: _flight(completer, "doc").produced == "append(\n  ")
+    early = completer.lines_so_far(job, asked)
+    assert early is not None and early.text == "append(" and not early.multiline
+    engine.step.release(100)
+    assert job.future.result(5).text == "append(\n    x,\n)"
+    completer.close()
+
+
 def test_a_block_answered_early_stops_for_a_request_in_another_document() -> None:
     engine = StreamingEngine("    a = 1\n    b = 2\n    c = 3")
     completer = Completer(load=lambda: engine, prefetch=False)  # type: ignore[arg-type, return-value]
