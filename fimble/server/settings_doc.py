@@ -115,11 +115,11 @@ SETTING_EFFECTS: dict[str, Text] = {
     ),
     "firstSuggestionMs": _t(
         "latency target where the KV cache is cold: a smaller first prompt (never under "
-        "`firstPromptTokens`), the full one warmed up while idle; past it, an automatic request shows a "
-        "block's finished lines and the rest is written on for the next keystroke; `0` always uses the "
-        "full prompt and waits for whole blocks",
+        "`firstPromptTokens`), the full one warmed up while idle; past it, an automatic request shows "
+        "the finished lines of a block (or of a statement left open) and the rest is written on for "
+        "the next keystroke; `0` always uses the full prompt and waits for whole blocks",
         "KV 缓存为冷时的延迟目标：先用较小的首个提示（不少于 `firstPromptTokens`），完整提示在空闲时预热；"
-        "超过它后，自动请求先显示代码块中已完成的行，其余部分继续生成，留给下一次按键；"
+        "超过它后，自动请求先显示代码块（或未结束的语句）中已完成的行，其余部分继续生成，留给下一次按键；"
         "`0` 表示始终使用完整提示，并等待整个代码块",
     ),
     "firstPromptTokens": _t(
