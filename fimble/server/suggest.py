@@ -217,7 +217,9 @@ class Suggester:
                     and early_at < deadline
                     and (result := await self._early_lines(waiting, request, early_at, deadline))
                 ):
-                    timeline["early_lines"] = result.stop_reason == EARLY_LINES
+                    # (a keystroke that joined a block gets its lines at once, before ``early_at``)
+                    late = time.monotonic() >= early_at
+                    timeline["early_lines"] = result.stop_reason == EARLY_LINES and late
                     return result
                 return await waiting.result(max(0.0, deadline - time.monotonic()))
             except TimeoutError:
