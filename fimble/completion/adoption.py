@@ -120,14 +120,10 @@ class Flights:
                 if not job.future.done() and not job.cancel.cancelled
             ]
         for job, typed, request in waiting:
-            if not produced.startswith(typed) or not (lines := whole_lines(produced[len(typed) :])):
+            if (early := _early(produced, typed, request, multiline=True)) is None:
                 continue
-            # Raw lines: cleaned as the final text is (line ends, indentation at a line start, overlap).
-            if not (text := clean_for(request, lines)):
-                continue
-            gen = Generation(text, (), EARLY_LINES, 0, 0, 0, 0.0, 0.0)
             try:
-                job.future.set_result(CompletionResult(text, True, gen, ()))
+                job.future.set_result(early)
             except InvalidStateError:  # the generation ended meanwhile and answered it
                 continue
             self._stats.answered(request.path, EARLY_LINES)
@@ -229,16 +225,13 @@ class Flights:
                 return None
             typed = next((t for j, t, _r in flight.adopters if j is job), "")
             produced = flight.produced
-            if not produced.startswith(typed) or not (lines := whole_lines(produced[len(typed) :])):
-                return None
-        if not (text := clean_for(request, lines)):
+        if (early := _early(produced, typed, request, multiline=flight.multiline)) is None:
             return None
         with self._lock:
             flight.keep_alive = True
         job.cancel.cancel("answered early")
         self._stats.answered(request.path, EARLY_LINES)
-        gen = Generation(text, (), EARLY_LINES, 0, 0, 0, 0.0, 0.0)
-        return CompletionResult(text, flight.multiline, gen, ())
+        return early
 
     def detach(self, job: Job[Any]) -> bool:
         """The caller of ``job`` stops waiting (its deadline passed). Returns True when it should
@@ -269,6 +262,18 @@ class Flights:
         with contextlib.suppress(InvalidStateError):  # the generation ended meanwhile
             job.future.set_result(CompletionResult(text, flight.multiline, gen, ()))
         return False
+
+
+def _early(
+    produced: str, typed: str, request: CompletionRequest, *, multiline: bool
+) -> CompletionResult | None:
+    """The whole lines ``produced`` has past what was ``typed``, cleaned as the final text is (line
+    ends, indentation at a line start, overlap), as an answer; None while the first is unfinished."""
+    if not produced.startswith(typed) or not (lines := whole_lines(produced[len(typed) :])):
+        return None
+    if not (text := clean_for(request, lines)):
+        return None
+    return CompletionResult(text, multiline, Generation(text, (), EARLY_LINES, 0, 0, 0, 0.0, 0.0), ())
 
 
 def _never_run(_engine: Engine, _cancel: CancelToken) -> CompletionResult:  # pragma: no cover

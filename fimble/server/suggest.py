@@ -161,8 +161,8 @@ class Suggester:
         # wait (up to the deadline) for the rest; the block is written on for the next keystroke.
         # (0: no latency target, as for the first prompt.)
         early_ms = settings.first_suggestion_ms
-        early_at = received + early_ms / 1000 if early_ms and not query.invoked else None
-        result = await self._await(job, deadline, prompt_wait, timeline, early=(early_at, request))
+        early = (received + early_ms / 1000, request) if early_ms and not query.invoked else None
+        result = await self._await(job, deadline, prompt_wait, timeline, early=early)
         last = self.completer.last
         timeline["engine"] = generation_stats(result.generation) if result is not None else dict(last)
         if (
@@ -200,7 +200,7 @@ class Suggester:
         deadline: float,
         prompt_wait: float,
         timeline: dict[str, Any],
-        early: tuple[float | None, CompletionRequest | None] = (None, None),
+        early: tuple[float, CompletionRequest] | None = None,
     ) -> CompletionResult | None:
         """Wait for ``job`` until ``deadline`` (until ``prompt_wait`` while it has nothing to show:
         the model is still reading its prompt, or its first line is unfinished); then stop it and
@@ -210,10 +210,9 @@ class Suggester:
         waiting = Awaiting(job, self.completer.cancel)
         try:
             try:
-                early_at, request = early
+                early_at, request = early or (deadline, None)
                 if (
-                    early_at is not None
-                    and request is not None
+                    request is not None
                     and early_at < deadline
                     and (result := await self._early_lines(waiting, request, early_at, deadline))
                 ):
