@@ -9,6 +9,7 @@ import pytest
 from fimble.completion.context.imports import IMPORT_CHOICES, ImportChoices, split_choices
 from fimble.completion.context.js_imports import (
     barrel_choices,
+    being_written,
     import_choices,
     import_rows,
     imported_names,
@@ -249,6 +250,48 @@ def test_on_a_real_index_a_typescript_import_line_gets_its_choices(
     assert any(c[0] == "src/util/lift.ts" for c in rest)  # its definition is shown too
     guide = import_guide(choices, text[: text.index("\n\n") + 1])
     assert guide is not None and guide.finished("import { operate } from '../util/lift';")
+
+
+def test_an_import_whose_module_is_not_written_yet_binds_nothing_yet() -> None:
+    lines = [
+        "import { observeNotification } from '..",
+        "import {",
+        "  OperatorFunction,",
+        "} from '../types';",
+        "import {",
+        "  a,",
+        "  b",
+        "} from '",
+    ]
+    rows = import_rows(lines)
+    assert being_written(lines, rows, 0) == {0}
+    assert being_written(lines, rows, 3) == set()  # its module is written
+    assert being_written(lines, rows, 7) == {4, 5, 6, 7}  # the names above are part of it
+    assert being_written(["import { a } from './a';"], {0}, 0) == set()
+    assert being_written(["const x = 1;"], set(), 0) == set()
+
+
+def test_on_a_real_index_the_module_of_names_already_typed_is_a_choice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rxjs's dematerialize.ts asked at ``import { observeNotification } from '..|``: the name is
+    typed, the module is not, and the index knows where the name is defined."""
+    text = (
+        "import { observeNotification } from '..\n"
+        "import { SchedulerLike } from '../types';\n\n"
+        "export function dematerialize(scheduler: SchedulerLike) {\n"
+        "  return observeNotification(scheduler);\n}\n"
+    )
+    files = {
+        "src/Notification.ts": "export function observeNotification<T>(n: T): T {\n  return n;\n}\n",
+        "src/types.ts": "export interface SchedulerLike {\n  now(): number;\n}\n",
+        "src/operators/dematerialize.ts": text,
+    }
+    chunks = gather_on_disk(tmp_path, monkeypatch, files, "src/operators/dematerialize.ts", 0)
+    choices, _ = split_choices([c.as_tuple() for c in chunks])
+    assert choices is not None and choices.modules == {"../Notification": ("observeNotification",)}
+    guide = import_guide(choices, text[: text.index("\n")])
+    assert guide is not None and guide.finished("import { observeNotification } from '../Notification';")
 
 
 BARREL = [

@@ -288,7 +288,8 @@ def gather_context(
         # imported, its one use being typed), so its definition goes first. Among the imports, so
         # do the names the file uses but imports from nowhere: what the import being written is for.
         pending = {n for imp in imports if imp.targets for n in imp.names} - used
-        bound = bound_names(index, path, imports) | names_of(lines, in_imports)
+        writing = js_imports.being_written(lines, in_imports, line) if js else set()
+        bound = bound_names(index, path, imports) | names_of(lines, in_imports - writing)
         unbound = unbound_of(body, bound, limit=40) if whole else []
         pending |= set(unbound)
         for imp in imports:

@@ -132,6 +132,23 @@ def imported_names(lines: Sequence[str], rows: set[int]) -> set[str]:
     return out
 
 
+def being_written(lines: Sequence[str], rows: set[int], line: int) -> set[int]:
+    """The rows of the import statement the cursor's ``line`` is in, when its module is not
+    written yet (``import { observeNotification } from '..``): its names are what the line imports,
+    not names the file binds already. Counted as bound, they left nothing unbound, so the line had
+    no choices and the model guessed the module (rxjs: ``'../observable/observeNotification'`` for
+    ``'../Notification'``, ``'../utils'`` for ``'../util/argsOrArgArray'``)."""
+    if line not in rows or line >= len(lines):
+        return set()
+    start = line
+    while start - 1 in rows and not _starts_import(lines[start].strip()):
+        start -= 1
+    statement = "\n".join(lines[start : line + 1])
+    if not statement.lstrip().startswith("import") or _SPEC.search(statement):
+        return set()
+    return set(range(start, line + 1))
+
+
 def code_only(text: str) -> str:
     """``text`` with strings, template literals and comments blanked, line for line."""
     return _STRINGS.sub(lambda m: '""' + "\n" * m.group(0).count("\n"), text)
