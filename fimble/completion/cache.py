@@ -383,10 +383,24 @@ class CompletionCache:
             self._evict(disk, max(1, disk.count // 4))
 
     def _evict(self, disk: _Disk, n: int, chunk: int = 512) -> None:
+        """Evict the ``n`` oldest entries, ``chunk`` per transaction. The entries' keys are hashes,
+        so a chunk's deletions touch leaf pages all over the tree and each is copied: a chunk that
+        finds too few free pages for that (a map filled further than usual before its trim, as when
+        writes queue up on a loaded machine) is retried in halves rather than failing the cache."""
+        import lmdb
+
         while n > 0 and disk.count > 0:
             step = min(n, chunk)
-            with disk.env.begin(write=True) as txn:
-                self._evict_in(txn, disk, step)
+            try:
+                with disk.env.begin(write=True) as txn:
+                    self._evict_in(txn, disk, step)
+            except lmdb.MapFullError:
+                if step == 1:
+                    raise
+                chunk = max(1, step // 2)
+                with disk.env.begin() as txn:  # the aborted chunk removed nothing
+                    disk.count = txn.stat(disk.entries)["entries"]
+                continue
             n -= step
 
     def _evict_in(self, txn: Any, disk: _Disk, n: int) -> None:

@@ -100,6 +100,38 @@ def test_a_map_of_small_entries_keeps_taking_writes_once_full(tmp_path: Path) ->
     reopened.close()
 
 
+def test_an_eviction_short_of_free_pages_goes_on_in_smaller_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chunk of deletions copies leaf pages all over the tree; a map filled further than usual
+    (writes queued up on a loaded machine) may not hold the copies. The trim must not fail the cache:
+    it goes on in smaller chunks."""
+    import lmdb
+
+    cache = _cache(tmp_path / "c", memory_entries=1)
+    keys = [request_key("m", [str(i)]) for i in range(300)]
+    for i, key in enumerate(keys):
+        cache.put(key, Cached(f"value {i}", False))
+    cache.flush()
+    disk = cache._disk
+    assert disk is not None
+    real = cache._evict_in
+    sizes: list[int] = []
+
+    def short_of_pages(txn: object, d: object, n: int) -> None:
+        sizes.append(n)
+        if n > 64:
+            raise lmdb.MapFullError("MDB_MAP_FULL")
+        real(txn, d, n)
+
+    monkeypatch.setattr(cache, "_evict_in", short_of_pages)
+    cache._evict(disk, 200, chunk=512)
+    assert disk.count == 100 and sizes[:3] == [200, 100, 50]
+    monkeypatch.undo()
+    assert cache.get(keys[0]) is None and cache.get(keys[-1]) is not None
+    cache.close()
+
+
 def test_a_damaged_file_is_set_aside_and_rebuilt(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "c"
     path.mkdir()
