@@ -269,6 +269,11 @@ def test_an_import_whose_module_is_not_written_yet_binds_nothing_yet() -> None:
     assert being_written(lines, rows, 7) == {4, 5, 6, 7}  # the names above are part of it
     assert being_written(["import { a } from './a';"], {0}, 0) == set()
     assert being_written(["const x = 1;"], set(), 0) == set()
+    # The quote the editor closed: a module naming no file is still being written.
+    closed = ["import { observeNotification } from '..';"]
+    assert being_written(closed, {0}, 0, exists=lambda spec: spec == "../Notification") == {0}
+    assert being_written(closed, {0}, 0, exists=lambda spec: True) == set()
+    assert being_written(["import { x } from 'pkg';"], {0}, 0, exists=lambda spec: False) == set()
 
 
 def test_on_a_real_index_the_module_of_names_already_typed_is_a_choice(
@@ -292,6 +297,11 @@ def test_on_a_real_index_the_module_of_names_already_typed_is_a_choice(
     assert choices is not None and choices.modules == {"../Notification": ("observeNotification",)}
     guide = import_guide(choices, text[: text.index("\n")])
     assert guide is not None and guide.finished("import { observeNotification } from '../Notification';")
+    # As an editor has it, the quote closed: the same choices.
+    files["src/operators/dematerialize.ts"] = text.replace("'..\n", "'..';\n", 1)
+    chunks = gather_on_disk(tmp_path, monkeypatch, files, "src/operators/dematerialize.ts", 0)
+    closed, _ = split_choices([c.as_tuple() for c in chunks])
+    assert closed is not None and closed.modules == choices.modules
 
 
 BARREL = [

@@ -288,8 +288,12 @@ def gather_context(
         # imported, its one use being typed), so its definition goes first. Among the imports, so
         # do the names the file uses but imports from nowhere: what the import being written is for.
         pending = {n for imp in imports if imp.targets for n in imp.names} - used
-        writing = js_imports.being_written(lines, in_imports, line) if js else set()
-        bound = bound_names(index, path, imports) | names_of(lines, in_imports - writing)
+        writing: set[int] = set()
+        if js:  # the import being written binds nothing yet, neither as the buffer nor as the index has it
+            exists = lambda spec: js_imports.module_exists(index, path, spec)  # noqa: E731
+            writing = js_imports.being_written(lines, in_imports, line, exists)
+        done = [imp for imp in imports if getattr(imp, "line", None) not in writing]
+        bound = bound_names(index, path, done) | names_of(lines, in_imports - writing)
         unbound = unbound_of(body, bound, limit=40) if whole else []
         pending |= set(unbound)
         for imp in imports:

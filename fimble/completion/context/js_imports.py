@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fimble.completion.context.imports import ImportChoices
@@ -132,21 +132,42 @@ def imported_names(lines: Sequence[str], rows: set[int]) -> set[str]:
     return out
 
 
-def being_written(lines: Sequence[str], rows: set[int], line: int) -> set[int]:
+def being_written(
+    lines: Sequence[str], rows: set[int], line: int, exists: Callable[[str], bool] | None = None
+) -> set[int]:
     """The rows of the import statement the cursor's ``line`` is in, when its module is not
-    written yet (``import { observeNotification } from '..``): its names are what the line imports,
-    not names the file binds already. Counted as bound, they left nothing unbound, so the line had
-    no choices and the model guessed the module (rxjs: ``'../observable/observeNotification'`` for
-    ``'../Notification'``, ``'../utils'`` for ``'../util/argsOrArgArray'``)."""
+    written yet (``import { observeNotification } from '..``, or ``'..'`` with the quote the editor
+    closed, a relative module that ``exists`` says names no file): its names are what the line
+    imports, not names the file binds already. Counted as bound, they left nothing unbound, so the
+    line had no choices and the model guessed the module (rxjs:
+    ``'../observable/observeNotification'`` for ``'../Notification'``, ``'../utils'`` for
+    ``'../util/argsOrArgArray'``)."""
     if line not in rows or line >= len(lines):
         return set()
     start = line
     while start - 1 in rows and not _starts_import(lines[start].strip()):
         start -= 1
     statement = "\n".join(lines[start : line + 1])
-    if not statement.lstrip().startswith("import") or _SPEC.search(statement):
+    if not statement.lstrip().startswith("import"):
+        return set()
+    m = _SPEC.search(statement)
+    spec = m.group(2) if m is not None else None
+    if spec is not None and not (exists is not None and spec.startswith(".") and not exists(spec)):
         return set()
     return set(range(start, line + 1))
+
+
+def module_exists(index: Any, importer: str, spec: str) -> bool:
+    """Whether the relative ``spec`` names a workspace module from ``importer`` (a file, or a
+    folder with an ``index`` module); True when the index cannot tell."""
+    target = posixpath.normpath(posixpath.join(posixpath.dirname(importer), spec))
+    if target.startswith(".."):
+        return True  # outside the workspace: not the index's to say
+    try:  # a module beside the target's name, or the target folder's ``index`` module
+        files = [*index.files_in(posixpath.dirname(target)), *index.files_in(target)]
+    except Exception:
+        return True
+    return any(module_spec(importer, f) == spec for f in files if is_js(f))
 
 
 def code_only(text: str) -> str:
