@@ -17,7 +17,7 @@ from fimble.completion.context.js_imports import (
     reexport_candidates,
     unbound_names,
 )
-from fimble.completion.engine.guide import ImportGuide, JsImportGuide, import_guide
+from fimble.completion.engine.guide import EXPORT_MARGIN, MARGIN, ImportGuide, JsImportGuide, import_guide
 from fimble.indexer.types import Definition, Span
 from tests.real_index import gather_on_disk
 
@@ -297,6 +297,10 @@ def test_on_a_real_index_the_module_of_names_already_typed_is_a_choice(
     assert choices is not None and choices.modules == {"../Notification": ("observeNotification",)}
     guide = import_guide(choices, text[: text.index("\n")])
     assert guide is not None and guide.finished("import { observeNotification } from '../Notification';")
+    # The names typed and a relative path begun: the index's module holds against a strong preference.
+    assert guide.margin == EXPORT_MARGIN
+    begun = import_guide(choices, "import { observeNotification } from '")
+    assert begun is not None and begun.margin == MARGIN  # a package's name may come yet
     # As an editor has it, the quote closed: the same choices.
     files["src/operators/dematerialize.ts"] = text.replace("'..\n", "'..';\n", 1)
     chunks = gather_on_disk(tmp_path, monkeypatch, files, "src/operators/dematerialize.ts", 0)

@@ -31,6 +31,8 @@ def circle_area(radius: float) -> float:
     return 3.14159 * radius * radius
 '''
 
+GEOMETRY_TS = "export function circleArea(radius: number): number {\n  return Math.PI * radius * radius;\n}\n"
+
 APP = "from shapes.geometry import rectangle_area\n\n\ndef total(rooms):\n    return sum(\n"
 
 
@@ -41,6 +43,8 @@ async def client(tmp_path_factory: pytest.TempPathFactory) -> Any:
     (root / "shapes" / "__init__.py").write_text("")
     (root / "shapes" / "geometry.py").write_text(GEOMETRY)
     (root / "app.py").write_text(APP)
+    (root / "web" / "lib").mkdir(parents=True)
+    (root / "web" / "lib" / "geometry.ts").write_text(GEOMETRY_TS)
     c = await start_neovim_session(root, tmp_path_factory.mktemp("home"))
     yield c
     await stop(c)
@@ -121,5 +125,23 @@ async def test_an_import_line_is_kept_to_a_statement_that_works(client: Any) -> 
     result = await client.text_document_inline_completion_async(inline_params(uri, 1, len("from ")))
     items = result.items if hasattr(result, "items") else result
     assert items and items[0].insert_text == "shapes.geometry import rectangle_area", items
+    last = (await status(client))["last"]
+    assert last["explain"]["guide"] == "kept", last
+
+
+async def test_a_typescript_import_with_its_names_typed_is_kept_to_their_module(client: Any) -> None:
+    """``import { circleArea } from '..|'``, the quote closed as an editor closes it: the names are
+    typed, the module is not, and the index knows which module defines them."""
+    await _index_ready(client)
+    text = "import { circleArea } from '..';\n\nexport const dome = circleArea(2) / 2;\n"
+    path = client.root / "web" / "app" / "dome.ts"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    uri = path.as_uri()
+    open_doc(client, uri, text, "typescript")
+    cursor = len("import { circleArea } from '..")
+    result = await client.text_document_inline_completion_async(inline_params(uri, 0, cursor))
+    items = result.items if hasattr(result, "items") else result
+    assert items and items[0].insert_text == "/lib/geometry", items
     last = (await status(client))["last"]
     assert last["explain"]["guide"] == "kept", last
