@@ -1,10 +1,10 @@
 """``WorkspaceIndex``: the one object the rest of fimble uses to build, update and query an index.
 
-Reads (``definitions``, ``file_outline``, ``imports_of``, ``symbols_near``, ``search``, ``stats``) each
-run in one short LMDB read transaction: a consistent snapshot that never waits for the writer. Writes
-all go through one ``Updater`` thread. A writable index holds the store's writer lock, so a second
-process gets ``IndexLocked`` at once; ``writable=False`` opens for queries only and works alongside a
-writer (the CLI's ``--find`` next to a running server).
+Reads (``definitions``, ``file_outline``, ``imports_of``, ``resolve_spec``, ``symbols_near``, ``search``,
+``stats``) each run in one short LMDB read transaction: a consistent snapshot that never waits for the
+writer. Writes all go through one ``Updater`` thread. A writable index holds the store's writer lock,
+so a second process gets ``IndexLocked`` at once; ``writable=False`` opens for queries only and works
+alongside a writer (the CLI's ``--find`` next to a running server).
 """
 
 from __future__ import annotations
@@ -274,6 +274,15 @@ class WorkspaceIndex:
             return ()
         with self._snapshot() as txn:
             return reader.imports_of(txn, self._store.db, rel)
+
+    def resolve_spec(self, path: str | os.PathLike[str], spec: str) -> tuple[str, ...]:
+        """The workspace files an import of ``spec`` in ``path`` would point at (as ``imports_of``
+        resolves them): whether a module being typed names one yet."""
+        rel = self.relpath(path)
+        if rel is None:
+            return ()
+        with self._snapshot() as txn:
+            return reader.resolve_spec(txn, self._store.db, rel, spec)
 
     def symbols_near(
         self, path: str | os.PathLike[str], line: int, *, radius: int = 12, limit: int = 24

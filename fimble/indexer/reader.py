@@ -191,6 +191,16 @@ def imports_of(txn: lmdb.Transaction, db: dict, rel: str) -> tuple[Import, ...]:
     return tuple(out)
 
 
+def resolve_spec(txn: lmdb.Transaction, db: dict, rel: str, spec: str) -> tuple[str, ...]:
+    """What ``spec``, written in a ``from`` import of the indexed file ``rel``, resolves to now:
+    the resolution ``imports_of`` gives, for an import the file does not hold yet."""
+    rec = file_record(txn, db, rel)
+    if rec is None:
+        return ()
+    targets = resolve(rec.language, rel, "from", spec, (), False, TxnFiles(txn, db))
+    return tuple(t for t in targets if t != rel)
+
+
 def _lines_near(
     txn: lmdb.Transaction, db: dict, fid4: bytes, line: int, radius: int
 ) -> tuple[list[bytes], int]:

@@ -130,6 +130,16 @@ def test_imports_resolve_across_files(index: WorkspaceIndex) -> None:
     assert index.imports_of("cproj/src/main.c")[1].target == "cproj/include/util.h"
 
 
+def test_a_module_being_typed_resolves_by_the_same_rules(index: WorkspaceIndex) -> None:
+    """``resolve_spec``: what an import not in the file yet would point at (a module path the user
+    is typing), as ``imports_of`` resolves the file's own."""
+    assert index.resolve_spec("web/src/app.tsx", "./util") == ("web/src/util.ts",)
+    assert index.resolve_spec("web/src/app.tsx", "./components") == ("web/src/components/index.ts",)
+    assert index.resolve_spec("web/src/app.tsx", "./ut") == ()  # half typed: no module yet
+    assert index.resolve_spec("web/src/app.tsx", "..") == ()
+    assert index.resolve_spec("not/indexed.ts", "./util") == ()
+
+
 def test_symbols_near(index: WorkspaceIndex) -> None:
     near = index.symbols_near("pyproj/pkg/service.py", 14)  # inside UserService.add
     assert [d.qualname for d in near.enclosing] == ["UserService", "UserService.add"]

@@ -158,16 +158,12 @@ def being_written(
 
 
 def module_exists(index: Any, importer: str, spec: str) -> bool:
-    """Whether the relative ``spec`` names a workspace module from ``importer`` (a file, or a
-    folder with an ``index`` module); True when the index cannot tell."""
-    target = posixpath.normpath(posixpath.join(posixpath.dirname(importer), spec))
-    if target.startswith(".."):
-        return True  # outside the workspace: not the index's to say
-    try:  # a module beside the target's name, or the target folder's ``index`` module
-        files = [*index.files_in(posixpath.dirname(target)), *index.files_in(target)]
+    """Whether the relative ``spec`` names a workspace module from ``importer``, by the index's own
+    import resolution; True when the index cannot tell."""
+    try:
+        return bool(index.resolve_spec(importer, spec))
     except Exception:
         return True
-    return any(module_spec(importer, f) == spec for f in files if is_js(f))
 
 
 def code_only(text: str) -> str:

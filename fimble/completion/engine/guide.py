@@ -56,11 +56,6 @@ _LIST_BELOW = re.compile(r"[ \t]+[A-Za-z_]\w*(?:[ \t]+as[ \t]+\w+)?[ \t]*,")
 # ``a as``, ``a as b``: the name, then what has been written of its alias clause).
 _ALIASED = re.compile(r"([A-Za-z_$][\w$]*)(?: as [A-Za-z_$][\w$]*)?")
 _ALIASING = re.compile(r"([A-Za-z_$][\w$]*)?( (?:a(?:s(?: (?:[A-Za-z_$][\w$]*)?)?)?)?)?")
-# The names typed and a relative module begun (``import { observeNotification } from '..``): the
-# module is the workspace file that defines them, and the model's own path is a guess (rxjs's served
-# run, with other files' import rows in the prompt: ``'../observable/observeNotification'``, preferred
-# over ``'../Notification'`` by more than ``MARGIN``), so the guide holds as firmly as a barrel's.
-_RELATIVE_BEGUN = re.compile(r"""\}\s*from\s*['"]\.""")
 # The module path after an ES statement's names: (quote, the path so far, the closing quote if any).
 _SPEC_SO_FAR = re.compile(r"""\}\s*from\s*(['"])([^'"\n]*)(['"]?)""")
 # What may follow a module's specifier and still name it: ESM's written extensions, an index.
@@ -421,7 +416,12 @@ def import_guide(choices: ImportChoices | None, prefix: str, suffix: str = "") -
     start = prefix.rfind("\n") + 1
     typed = prefix[start:].lstrip()
     if choices.language == "js":
-        firm = choices.keyword == "export" or _RELATIVE_BEGUN.search(typed) is not None
+        # The names typed and a relative module begun (``import { observeNotification } from '..``):
+        # the module is the workspace file that defines them and the model's own path a guess (rxjs's
+        # served run, with other files' import rows in the prompt: ``'../observable/observeNotification'``
+        # preferred over ``'../Notification'`` by more than ``MARGIN``): held as firmly as a barrel's row.
+        begun = _SPEC_SO_FAR.search(typed)
+        firm = choices.keyword == "export" or (begun is not None and begun.group(2).startswith("."))
         js = JsImportGuide(choices, typed, margin=EXPORT_MARGIN if firm else MARGIN)
         return js if js.viable(typed) else None
     within = open_list(prefix[max(0, start - 4000) : start])
