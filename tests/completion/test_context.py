@@ -102,12 +102,24 @@ def index() -> FakeIndex:
 
 
 def test_order_and_reasons() -> None:
+    """Similar code cut to the spot like the cursor's first (what the next line most often is,
+    in ~100 tokens), then what the cursor's surroundings use: imports, definitions."""
     chunks = gather_context(index(), "app.py", "from util.dates import parse\n\n\nx = parse(s, User)\n", 3)
-    assert [c.path for c in chunks] == ["util/dates.py", "models.py", "other.py"]
-    assert chunks[0].reason == "imported: parse"
-    assert "def parse(s: str) -> date:" in chunks[0].text and "def other" not in chunks[0].text
-    assert chunks[1].reason == "defines User, used near the cursor"
-    assert chunks[2].reason.startswith("similar code")
+    assert [c.path for c in chunks] == ["other.py", "util/dates.py", "models.py"]
+    assert chunks[0].reason.startswith("similar code")
+    assert chunks[1].reason == "imported: parse"
+    assert "def parse(s: str) -> date:" in chunks[1].text and "def other" not in chunks[1].text
+    assert chunks[2].reason == "defines User, used near the cursor"
+
+
+def test_similar_code_is_cut_to_the_spot_that_reads_like_the_cursors_lines() -> None:
+    idx = index()
+    rows = [f"step_{i}()" for i in range(30)]
+    rows[20:23] = ["total = 0", "for row in rows:", "    total += row.amount"]
+    idx.snippets = [Snip("other.py", 0, 29, "\n".join(rows) + "\n", 3.2)]
+    text = "def f(rows):\n    total = 0\n    for row in rows:\n        \n"
+    chunk = next(c for c in gather_context(idx, "app.py", text, 3) if c.path == "other.py")
+    assert chunk.text.splitlines() == rows[17:26]  # five lines before the spot, three after
 
 
 def test_chunks_repeating_the_cursor_region_are_dropped() -> None:
