@@ -380,6 +380,9 @@ def test_a_barrel_is_offered_the_modules_it_does_not_re_export_yet() -> None:
     assert ImportChoices.from_text(choices.as_text()) == choices
     # Between ``merge`` and ``race`` (sorted rows), only what sorts between them: ``pairs``.
     assert list(reexport_candidates(index, "index.ts", BARREL, 3)) == ["./internal/observable/pairs"]
+    # ...and what another barrel written alike re-exports at the same spot, in order or not.
+    beside = reexport_candidates(index, "index.ts", BARREL, 3, beside={"Scheduler"})
+    assert sorted(beside) == ["./internal/Scheduler", "./internal/observable/pairs"]
     unsorted = [BARREL[0], BARREL[4], "", BARREL[2], *BARREL[5:]]
     assert len(reexport_candidates(index, "index.ts", unsorted, 2)) == 3  # all
     # Not a barrel: imports outnumber re-exports, or too few of them.
@@ -415,6 +418,30 @@ def test_on_a_real_index_a_barrel_line_gets_the_modules_not_re_exported_yet(
     assert choices is not None and choices.modules == {"./internal/observable/pairs": ("pairs",)}
     guide = import_guide(choices, "\n".join(text.split("\n")[:2]) + "\n")
     assert guide is not None and guide.finished("export { pairs } from './internal/observable/pairs';")
+
+
+def test_on_a_real_index_a_barrel_row_out_of_order_is_kept_where_another_barrel_has_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rxjs's ``operators/index.ts`` lists ``flatMap`` between ``mergeAll`` and ``mergeMap``, out of
+    sorted order, as the root ``index.ts`` does; ``mergeInternals`` sorts between them. With the
+    row blanked, the root barrel's row at the same spot keeps ``flatMap`` among the choices (the
+    sorted neighbours alone offered ``mergeInternals`` only), and its lines are shown."""
+    names = ("map", "max", "merge", "mergeAll", "flatMap", "mergeMap", "mergeScan", "min")
+    files = {f"internal/operators/{n}.ts": f"export function {n}() {{}}\n" for n in names}
+    files["internal/operators/mergeInternals.ts"] = "export function mergeInternals() {}\n"
+    files["index.ts"] = "\n".join(f"export {{ {n} }} from './internal/operators/{n}';" for n in names) + "\n"
+    rows = [f"export {{ {n} }} from '../internal/operators/{n}';" for n in names]
+    rows[4] = ""
+    text = "\n".join(rows) + "\n"
+    chunks = gather_on_disk(
+        tmp_path, monkeypatch, files | {"operators/index.ts": text}, "operators/index.ts", 4
+    )
+    choices, shown = split_choices([c.as_tuple() for c in chunks])
+    assert choices is not None
+    assert set(choices.modules) == {"../internal/operators/flatMap", "../internal/operators/mergeInternals"}
+    similar = next(c for c in shown if c[2].startswith("similar code"))
+    assert "export { flatMap } from './internal/operators/flatMap';" in similar[1].splitlines()
 
 
 def test_a_listed_name_may_be_bound_under_an_alias() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fimble.completion.context.similar import aligned_window
+from fimble.completion.context.similar import aligned_spot, window_around
 
 _ROOT_BARREL = [
     "/* Operators */",
@@ -29,8 +29,9 @@ def test_a_barrel_written_in_the_same_order_gives_the_row_that_follows_the_curso
         "",
         "export { mergeMap } from '../internal/operators/mergeMap';",
     ]
-    window = aligned_window(_ROOT_BARREL, 0, len(_ROOT_BARREL) - 1, lines, 3, above=2, below=1)
-    assert window.splitlines() == _ROOT_BARREL[3:7]
+    spot = aligned_spot(_ROOT_BARREL, 0, len(_ROOT_BARREL) - 1, lines, 3)
+    assert spot == 5
+    assert window_around(_ROOT_BARREL, spot, above=2, below=1).splitlines() == _ROOT_BARREL[3:7]
 
 
 def test_what_is_typed_on_the_cursors_line_picks_among_spots_alike_above() -> None:
@@ -43,18 +44,25 @@ def test_what_is_typed_on_the_cursors_line_picks_among_spots_alike_above() -> No
         "    with pytest.raises(KeyError):",
     ]
     lines = ["def test_c(self, app):", "    rv = app.get('/x')", "    with "]
-    assert aligned_window(other, 0, 5, lines, 2, above=0, below=0) == "    with pytest.raises(KeyError):"
+    assert aligned_spot(other, 0, 5, lines, 2) == 5  # ``with pytest.raises(KeyError):``
     lines[2] = "    assert "
-    assert aligned_window(other, 0, 5, lines, 2, above=0, below=0) == "    assert rv.status_code == 200"
+    assert aligned_spot(other, 0, 5, lines, 2) == 2  # ``assert rv.status_code == 200``
 
 
 def test_a_spot_past_the_windows_end_is_found_within_a_few_lines() -> None:
     """BM25 windows are cut at fixed rows: the line that follows the match may lie just past one."""
     other = [f"x{i} = {i}" for i in range(10)] + ["value = lastValue!", "emit(value)", "done()"]
     lines = ["x8 = 8", "x9 = 9", "value = lastValue!", ""]
-    assert aligned_window(other, 0, 9, lines, 3, above=0, below=1).splitlines() == ["emit(value)", "done()"]
+    assert aligned_spot(other, 0, 9, lines, 3) == 11  # ``emit(value)``, two rows past the window
+
+
+def test_the_window_keeps_a_few_lines_each_side_of_the_spot() -> None:
+    rows = [str(i) for i in range(20)]
+    assert window_around(rows, 10).splitlines() == rows[5:14]  # five before, three after
+    assert window_around(rows, 1).splitlines() == rows[0:5]
 
 
 def test_nothing_to_line_up_gives_nothing() -> None:
-    assert aligned_window([], 0, 0, ["a = 1", ""], 1) == ""
-    assert aligned_window(["only one line"], 0, 0, ["a = 1", "b = 2", "c = 3", ""], 3) == ""
+    assert aligned_spot([], 0, 0, ["a = 1", ""], 1) is None
+    assert aligned_spot(["only one line"], 0, 0, ["a = 1", "b = 2", "c = 3", ""], 3) is None
+    assert aligned_spot(["x = 1", "y = 2", "z = 3", "w"], 0, 3, ["[", "]", ""], 2) is None  # nothing alike

@@ -32,7 +32,7 @@ from fimble.completion.context.outlines import (
     reexports,
     render_outline,
 )
-from fimble.completion.context.similar import aligned_window
+from fimble.completion.context.similar import aligned_spot, window_around
 from fimble.completion.context.skeletons import (
     DefinitionLike,
     Source,
@@ -217,8 +217,9 @@ def _in_import_block(imports: Sequence[_Import], line: int, text_rows: Iterable[
 _IMPORTED, _DEFINES, _RECENT, _MENTION = 2.0, 1.5, 1.0, 3.0
 # A lexical neighbour cut to the spot that reads like the cursor's lines (``similar.py``) goes first:
 # what follows code written like the cursor's is what the next line most often is, and at ~100
-# tokens it fits a first prompt beside the local window. Ranked below everything, as whole windows
-# of 20-odd lines, they matched 61 of 130 lines against 68 cut and first (``similar_aligned.json``).
+# tokens it fits a first prompt beside the local window. With 128 context tokens in a first prompt,
+# whole windows ranked first matched 61 of 130 lines, these 68 (no context: 65); in the full prompt
+# 70 against 66 (``bench/results/similar_aligned.json``).
 _SIMILAR = 20.0
 # A class whose methods the cursor's own line calls on a receiver (``app.|``): what the line needs.
 _RECEIVER, _ON_CURSOR_LINE = 3.0, 6.0
@@ -319,18 +320,6 @@ def gather_context(
         log.debug("imports_of(%s) failed", path, exc_info=True)
     for d, name, text_of in unbound_definitions(index, path, unbound, seen_paths_defs, source):
         offer(ContextChunk(d.path, text_of, f"defines {name}, used in this file but not imported"), _UNBOUND)
-    barrel: dict[str, tuple[str, tuple[str, ...]]] = {}
-    if js and whole and not unbound:
-        try:
-            barrel = js_imports.reexport_candidates(index, path, lines, line)
-            # A few modules the barrel lacks (the sorted rows around the cursor narrow them down):
-            # shown, since the model cannot write a module it has never seen, guide or not.
-            few = list(barrel.values()) if len(barrel) <= _BARREL_SHOWN else []
-            for target, names in few:
-                shown = render_outline(index.file_outline(target), set(names), brief=True, source=source)
-                offer(ContextChunk(target, shown, f"not re-exported yet: {', '.join(names)}"), _UNBOUND)
-        except Exception:
-            log.debug("re-export candidates for %s failed", path, exc_info=True)
     try:
         reach = reachable(index, path, imports)
     except Exception:
@@ -393,6 +382,7 @@ def gather_context(
         log.debug("receiver guess near %s:%d failed", path, line, exc_info=True)
     for chunk in recent:
         offer(ContextChunk(chunk.path, chunk.text, chunk.reason or "recently edited"), _RECENT)
+    spots: list[str] = []  # the similar windows' lines at the spot like the cursor's
     try:
         query = "\n".join(lines[max(0, line - 12) : line + 1])
         if _WORD.search(query):
@@ -404,12 +394,28 @@ def gather_context(
                 start, end = snip.start_line, snip.end_line
                 if not other:  # not readable here: line up within the window the index gave
                     other, start, end = snip.text.splitlines(), 0, snip.end_line - snip.start_line
-                spot = aligned_window(other, start, end, lines, line)
-                if spot:
+                row = aligned_spot(other, start, end, lines, line)
+                if row is not None:
+                    spots.append(other[row])
                     reason = f"similar code (bm25 {snip.score:.1f})"
-                    offer(ContextChunk(snip.path, spot, reason), _SIMILAR, 0.0)
+                    offer(ContextChunk(snip.path, window_around(other, row), reason), _SIMILAR, 0.0)
     except Exception:
         log.debug("search near %s:%d failed", path, line, exc_info=True)
+    barrel: dict[str, tuple[str, tuple[str, ...]]] = {}
+    if js and whole and not unbound:
+        try:
+            # Another barrel written alike may place a row out of sorted order (rxjs's ``flatMap``
+            # beside ``mergeMap``): the row at its spot like the cursor's stays a candidate.
+            beside = js_imports.reexported_names(spots, set(range(len(spots))))
+            barrel = js_imports.reexport_candidates(index, path, lines, line, beside)
+            # A few modules the barrel lacks (the sorted rows around the cursor narrow them down):
+            # shown, since the model cannot write a module it has never seen, guide or not.
+            few = list(barrel.values()) if len(barrel) <= _BARREL_SHOWN else []
+            for target, names in few:
+                shown = render_outline(index.file_outline(target), set(names), brief=True, source=source)
+                offer(ContextChunk(target, shown, f"not re-exported yet: {', '.join(names)}"), _UNBOUND)
+        except Exception:
+            log.debug("re-export candidates for %s failed", path, exc_info=True)
     chunks: list[ContextChunk] = []
     for _, _, chunk in sorted(scored, key=lambda s: (-s[0], s[1])):
         if _near_duplicate(chunk.text, visible):

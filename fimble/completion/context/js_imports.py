@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import posixpath
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from fimble.completion.context.imports import ImportChoices
@@ -305,12 +305,13 @@ def _between(lines: Sequence[str], rows: set[int], line: int) -> tuple[str, str]
 
 
 def reexport_candidates(
-    index: Any, barrel: str, lines: Sequence[str], line: int | None = None
+    index: Any, barrel: str, lines: Sequence[str], line: int | None = None, beside: Collection[str] = ()
 ) -> dict[str, tuple[str, tuple[str, ...]]]:
     """The modules a barrel file (``index.ts``: mostly ``export ... from`` rows) does not
     re-export yet, from the folders it already re-exports from: specifier -> (workspace path, its
     top-level names, exported first). Not a barrel: none. When the rows around the cursor's
-    ``line`` are sorted by name, only names that sort between them count (when there are some).
+    ``line`` are sorted by name, only names that sort between them count (when there are some),
+    and the ``beside`` names (what another barrel written alike re-exports at that spot).
 
     The line being written in a barrel is most often the next module's re-export (rxjs's
     ``export { pairs } from './internal/observable/pairs';``): the 1.5B model, which cannot know
@@ -355,7 +356,11 @@ def reexport_candidates(
     span = _between(lines, rows, line) if line is not None else None
     if span is not None:
         lo, hi = span
-        inside = {m: (p, tuple(n for n in ns if lo < n.lower() < hi)) for m, (p, ns) in modules.items()}
+        keep = {n.lower() for n in beside}
+        inside = {
+            m: (p, tuple(n for n in ns if lo < n.lower() < hi or n.lower() in keep))
+            for m, (p, ns) in modules.items()
+        }
         modules = {m: found for m, found in inside.items() if found[1]} or modules
     return modules
 
