@@ -120,9 +120,9 @@ def first_budgets(total: int, prefix: int, suffix: int, context: int) -> tuple[i
     start what it must lead to (256 / 128 / 0 matched 65 of 130 lines where 256 / 42 / 85 matched
     58, ``bench/results/first_prompt_layout.json``); the context on top is mostly one similar code
     window cut to the spot that reads like the cursor's lines (``context.similar``, ~100 tokens),
-    and with it 256 / 128 / 128 matched 68, same-file lines 35 against 32, where whole windows
-    ranked last had cost 4 (``bench/results/similar_aligned.json``). Taken from the lines above
-    instead (160 / 128 / 96, no longer than before) it lost more than it won."""
+    and with it 256 / 128 / 128 matched 68, same-file lines 35 against 32, where 128 tokens of
+    whole windows and outlines had matched 60-61 (``bench/results/similar_aligned.json``). Taken
+    from the lines above instead (160 / 128 / 96, no longer than before) it won 10 and lost 10."""
     if prefix + suffix + context <= total:
         return prefix, suffix, context
     below = min(suffix, total // 3)
