@@ -114,20 +114,20 @@ class Rebuild(Protocol):
 
 
 def first_budgets(total: int, prefix: int, suffix: int, context: int) -> tuple[int, int, int]:
-    """Prefix, suffix and context budgets of a first prompt: the local window in about ``total``
-    tokens (the lines below the cursor, up to a third of it, then the lines above), and repository
-    context in what the window leaves plus a third of ``total`` more. The lines below tell a line
-    start what it must lead to (256 / 128 / 0 matched 65 of 130 lines where 256 / 42 / 85 matched
-    58, ``bench/results/first_prompt_layout.json``); the context on top is mostly one similar code
-    window cut to the spot that reads like the cursor's lines (``context.similar``, ~100 tokens),
-    and with it 256 / 128 / 128 matched 68, same-file lines 35 against 32, where 128 tokens of
-    whole windows and outlines had matched 60-61 (``bench/results/similar_aligned.json``). Taken
-    from the lines above instead (160 / 128 / 96, no longer than before) it won 10 and lost 10."""
+    """Prefix, suffix and context budgets of a first prompt of about ``total`` tokens: the local
+    window first (the lines below the cursor, up to a third of it, then the lines above), repository
+    context only with what is left. The lines below tell a line start what it must lead to; context
+    squeezed into ~85 tokens did not help. On 130 lines of three projects
+    (``bench/results/first_prompt_layout.json``) this layout (256 / 128 / 0) matched 65 where the
+    full prompt's layout scaled down (256 / 42 / 85) matched 58, cross-file lines 33 against 30.
+    Nor did 128 tokens of context on top, similar code cut to its spot first, as served: the
+    ceiling matched 68 against 65, but served at 2 s think time rxjs lost 7 cross-file lines and
+    won none (48 of 98 against 54; ``bench/results/similar_aligned.json``)."""
     if prefix + suffix + context <= total:
         return prefix, suffix, context
     below = min(suffix, total // 3)
     above = max(16, min(prefix, total - below))
-    return above, below, max(0, min(context, total - below - above + total // 3))
+    return above, below, max(0, min(context, total - below - above))
 
 
 class Warmer:

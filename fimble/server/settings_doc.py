@@ -124,13 +124,12 @@ SETTING_EFFECTS: dict[str, Text] = {
     ),
     "firstPromptTokens": _t(
         "the least a cold place's first prompt reads: the local window around the cursor (the lines "
-        "below it, up to a third of this, then the lines above) in this many tokens, and repository "
-        "context (similar code cut to the spot first) in what is left plus a third more; or more where the "
+        "below it, up to a third of this, then the lines above; repository context only in what is "
+        "left) in this many tokens, or more where the "
         "measured speed reads more within `firstSuggestionMs`; smaller answers sooner and worse (see "
         "[the first prompt](quality.md#the-first-prompt-at-a-cold-place))",
         "冷位置首个提示至少读入的 token 数：光标周围的局部窗口（先是光标下方的行，"
-        "至多占三分之一，再是上方的行），共这么多 token，仓库上下文（截到相应位置的相似代码在先）"
-        "用剩下的空间再加三分之一；"
+        "至多占三分之一，再是上方的行；仓库上下文只用剩下的空间），共这么多 token；"
         "若实测速度在 `firstSuggestionMs` 内能读更多，则更多；更小则更快但更差（见"
         "[冷位置的首个提示](quality.md#冷位置的首个提示)）",
     ),

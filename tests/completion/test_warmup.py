@@ -94,7 +94,7 @@ def test_a_cheap_prompt_is_used_as_is() -> None:
 
 def test_a_cold_large_prompt_gets_a_first_prompt_and_warms_up_when_idle() -> None:
     """The first prompt is the local window at ``first_tokens`` (384): the suffix's whole budget
-    (up to a third), the prefix the rest; repository context in a third more."""
+    (up to a third), the prefix the rest, no room left for repository context."""
     engine, warmer = FakeEngine(), Warmer()
     full = _prompt(400, 1200, 64)
     budgets: list[tuple[int, int, int]] = []
@@ -107,7 +107,7 @@ def test_a_cold_large_prompt_gets_a_first_prompt_and_warms_up_when_idle() -> Non
     given = {"prefix_budget": 768, "suffix_budget": 128, "context_budget": 256}
     chosen = warmer.choose(engine, full, rebuild, **given)  # type: ignore[arg-type]
     assert chosen is small and warmer.first_prompts == 1
-    assert budgets[-1] == (256, 128, 128)
+    assert budgets[-1] == (256, 128, 0)
     engine.cached = list(small.tokens)  # the small prompt was answered
     steps = 0
     while warmer.idle(engine, CancelToken()):  # type: ignore[arg-type]
@@ -300,10 +300,9 @@ def test_a_small_head_chosen_but_never_evaluated_saves_what_the_cache_holds() ->
     assert engine.saved == [8 + 1 + 59]  # path, prefix token, the 59 lines both share
 
 
-def test_a_first_prompt_is_the_local_window_with_context_on_top() -> None:
-    assert first_budgets(384, 768, 128, 256) == (256, 128, 128)  # the window, and a third more
-    assert first_budgets(384, 768, 512, 256) == (256, 128, 128)  # the lines below: a third at most
-    assert first_budgets(384, 128, 32, 1024) == (128, 32, 352)  # a short prefix leaves more room
-    assert first_budgets(384, 768, 128, 0) == (256, 128, 0)  # no context asked for, none given
+def test_a_first_prompt_is_the_local_window_with_context_only_in_what_is_left() -> None:
+    assert first_budgets(384, 768, 128, 256) == (256, 128, 0)
+    assert first_budgets(384, 768, 512, 256) == (256, 128, 0)  # the lines below: a third at most
+    assert first_budgets(384, 128, 32, 1024) == (128, 32, 224)  # a short prefix leaves room for context
     assert first_budgets(2048, 768, 128, 256) == (768, 128, 256)  # the full prompt fits as it is
-    assert first_budgets(40, 768, 128, 256) == (27, 13, 13)
+    assert first_budgets(40, 768, 128, 256) == (27, 13, 0)
