@@ -217,9 +217,8 @@ def _in_import_block(imports: Sequence[_Import], line: int, text_rows: Iterable[
 _IMPORTED, _DEFINES, _RECENT, _MENTION = 2.0, 1.5, 1.0, 3.0
 # A lexical neighbour cut to the spot that reads like the cursor's lines (``similar.py``) goes first:
 # what follows code written like the cursor's is what the next line most often is, and at ~100
-# tokens it fits a first prompt beside the local window. With 128 context tokens in a first prompt,
-# whole windows ranked first matched 61 of 130 lines, these 68 (no context: 65); in the full prompt
-# 70 against 66 (``bench/results/similar_aligned.json``).
+# tokens it leaves room for the rest. Whole windows ranked below everything, the full prompt matched
+# 66 of 130 lines; with these first, 70 (``bench/results/similar_aligned.json``).
 _SIMILAR = 20.0
 # A class whose methods the cursor's own line calls on a receiver (``app.|``): what the line needs.
 _RECEIVER, _ON_CURSOR_LINE = 3.0, 6.0

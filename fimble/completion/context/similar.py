@@ -1,14 +1,14 @@
 """Similar code, cut to the spot that reads like the lines above the cursor.
 
 A BM25 neighbour is a window of ~24 lines (110-490 tokens); whole, it rarely fits the context
-budget (256 tokens, none in a cold place's first prompt), and where it does, most of it is not what
-helps. What helps is what follows code written like the cursor's: rxjs ``windowTime``'s
-``new Subscription();`` where ``windowCount`` has it after the same lines, ``handleEvent(evt: E)``
-as ``fromEventPattern`` names it, a flask test's ``raise Exception("oh no")`` where another test
-raises after the same setup. So the window is cut to a few lines before the spot whose lines above
-match the cursor's lines above, that spot, and a few after it. On 130 lines of three projects
-(seed 3), a first prompt with 128 tokens of such windows matched 68 where the first prompt without
-context matched 65 and one with whole windows ranked first 61; the full prompt 70 against 66
+budget (256 tokens), and where it does, most of it is not what helps. What helps is what follows
+code written like the cursor's: rxjs ``windowTime``'s ``new Subscription();`` where ``windowCount``
+has it after the same lines, ``handleEvent(evt: E)`` as ``fromEventPattern`` names it, a flask
+test's ``raise Exception("oh no")`` where another test raises after the same setup. So the window
+is cut to a few lines before the spot whose lines above match the cursor's lines above, that spot,
+and a few after it. On 130 lines of three projects (seed 3) the full prompt matched 70 with such
+windows first, 66 with whole ones ranked last; a first prompt given 128 tokens of them matched 68
+against 65 without, but lost as served
 (``bench/results/similar_aligned.json``).
 """
 
@@ -17,12 +17,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["ABOVE", "BELOW", "aligned_spot", "window_around"]
+__all__ = ["aligned_spot", "window_around"]
 
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[^\w\s]")
 _QUERY_LINES = 4  # non-blank lines above the cursor compared with the lines above a candidate spot
 _LOOK_BACK = 12  # lines searched upwards for them
-ABOVE, BELOW = 5, 3  # lines shown before the matching spot and after it
+_ABOVE, _BELOW = 5, 3  # lines shown before the matching spot and after it
 _SLACK = 4  # lines beyond the window searched for the spot (its continuation may lie past its end)
 
 
@@ -62,6 +62,6 @@ def aligned_spot(
     return spot
 
 
-def window_around(file_lines: Sequence[str], row: int, *, above: int = ABOVE, below: int = BELOW) -> str:
+def window_around(file_lines: Sequence[str], row: int, *, above: int = _ABOVE, below: int = _BELOW) -> str:
     """``above`` lines before ``row`` (an ``aligned_spot``), the row, ``below`` after it."""
     return "\n".join(file_lines[max(0, row - above) : row + 1 + below])
