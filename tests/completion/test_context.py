@@ -112,6 +112,14 @@ def test_order_and_reasons() -> None:
     assert chunks[2].reason == "defines User, used near the cursor"
 
 
+def test_similar_code_with_no_spot_like_the_cursors_is_shown_whole_and_last() -> None:
+    idx = index()
+    idx.snippets = [Snip("short.py", 0, 1, "def scale(xs, k):\n    return [x * k for x in xs]\n", 3.2)]
+    text = "from util.dates import parse\n\n\ndef a():\n    b = 1\n    c = parse(b)\n    return c\n"
+    chunks = gather_context(idx, "app.py", text, 6)
+    assert chunks[-1].path == "short.py" and chunks[-1].text.startswith("def scale(xs, k):")
+
+
 def test_similar_code_is_cut_to_the_spot_that_reads_like_the_cursors_lines() -> None:
     idx = index()
     rows = [f"step_{i}()" for i in range(30)]

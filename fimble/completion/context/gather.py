@@ -220,6 +220,9 @@ _IMPORTED, _DEFINES, _RECENT, _MENTION = 2.0, 1.5, 1.0, 3.0
 # tokens it leaves room for the rest. Whole windows ranked below everything, the full prompt matched
 # 66 of 130 lines; with these first, 70 (``bench/results/similar_aligned.json``).
 _SIMILAR = 20.0
+# A neighbour with no such spot is shown whole, as all were before, ranked by the names it mentions;
+# a window of 20-odd lines mentions them almost by construction, so each counts for less.
+_UNALIGNED, _MENTION_SIMILAR = 0.0, 1.5
 # A class whose methods the cursor's own line calls on a receiver (``app.|``): what the line needs.
 _RECEIVER, _ON_CURSOR_LINE = 3.0, 6.0
 # Module-level assignments: found by name alone in a file the cursor's imports do not reach, they are
@@ -394,10 +397,12 @@ def gather_context(
                 if not other:  # not readable here: line up within the window the index gave
                     other, start, end = snip.text.splitlines(), 0, snip.end_line - snip.start_line
                 row = aligned_spot(other, start, end, lines, line)
+                reason = f"similar code (bm25 {snip.score:.1f})"
                 if row is not None:
                     spots.append(other[row])
-                    reason = f"similar code (bm25 {snip.score:.1f})"
                     offer(ContextChunk(snip.path, window_around(other, row), reason), _SIMILAR, 0.0)
+                else:  # nothing lines up (a file shorter than the lines compared): whole, and last
+                    offer(ContextChunk(snip.path, snip.text, reason), _UNALIGNED, _MENTION_SIMILAR)
     except Exception:
         log.debug("search near %s:%d failed", path, line, exc_info=True)
     barrel: dict[str, tuple[str, tuple[str, ...]]] = {}
