@@ -32,18 +32,10 @@ sys.path.insert(0, str(_ROOT))
 
 from fimble.evaluation.served_report import wilson  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from served_pool import answered_by  # noqa: E402
+
 Row = dict[str, Any]
-FIRST_PROMPT, FULL_PROMPT, SHOWN = "no context (first prompt)", "with context", "shown suggestion"
-
-
-def source_of(row: Row) -> str:
-    """Which prompt answered a served row, as far as the row tells: an adopted answer reports no
-    prompt of its own, so an answer without repository context is taken for the first prompt's
-    (the full prompt carries some wherever the index has any; ``--replay`` checks it)."""
-    server = row.get("server") or {}
-    if server.get("stop_reason") in ("typed_through", "cached"):
-        return SHOWN
-    return FULL_PROMPT if server.get("context_tokens") else FIRST_PROMPT
 
 
 def peer_rows(run: Path) -> dict[str, dict[str, Row]]:
@@ -144,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     for run in args.runs:
         for case, r in auto[run.name].items():
             group = ("cross-file" if r["cross_file"] else "same-file", r["position"])
-            src = source_of(r)
+            src = answered_by(r)  # small prompt, full prompt, cache, empty
             counts[(*group, "automatic", "n")] += 1
             counts[(*group, "automatic", "exact")] += r["exact"]
             counts[(*group, f"automatic, {src}", "n")] += 1
